@@ -1,0 +1,107 @@
+// File: filter.h
+//
+// The shape every filter shares, so the service holds one filter per input partition without knowing
+// which kind it is.
+//
+// Semantics: test_and_insert(key, now) answers "was this key seen within the filter's window?" and
+// records the sighting. Filters without a notion of time (bloom, scalable, spectral) treat the window as
+// unbounded. No method reads a clock; `now` is always the caller's. Time never runs backwards inside a
+// filter: a `now` earlier than the latest one seen is treated as that latest one.
+//
+// Thread-safety: none. A filter belongs to one partition worker; use one filter per thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bloomgate/filters/format.h"
+#include "bloomgate/filters/hash.h"
+#include "bloomgate/filters/time.h"
+
+namespace bloomgate::filters {
+
+struct SliceStats {
+  std::uint64_t id = 0;
+  std::uint64_t bits = 0;
+  std::uint64_t insertions = 0;
+  double fill_ratio = 0;  // set bits (or non-zero cells) / bits (or cells), measured
+  bool expired = false;
+  std::optional<TimePoint> stamp;  // time-based slices: time of the last insertion it will receive
+};
+
+struct FilterStats {
+  FilterType type = FilterType::kBloom;
+  std::uint32_t k = 0;  // probes per key (time-limited and age-partitioned: slices written per insert)
+  std::uint32_t l = 0;  // extra aged slices (time-limited and age-partitioned only)
+  std::uint64_t slices = 0;
+  std::uint64_t bits = 0;      // all memory of the filter's cells, in bits
+  std::uint64_t elements = 0;  // distinct insertions the filter still holds within its window
+  double bits_per_element = 0;
+  double target_fpr = 0;
+  double estimated_fpr = 0;
+  // Time-based filters: age of the oldest slice still valid, against the configured TTL.
+  std::optional<Duration> effective_window;
+  std::vector<SliceStats> slice_stats;  // in age order, newest first
+};
+
+// What a checkpoint writes: the metadata record, the slice records that changed since the last
+// mark_persisted(), and the ids of slices that no longer belong to the filter and can be deleted.
+struct FilterImage {
+  std::string meta;
+  struct Slice {
+    std::uint64_t id;
+    std::string record;
+  };
+  std::vector<Slice> slices;
+  std::vector<std::uint64_t> dropped_slice_ids;
+};
+
+enum class ImageScope { kChangedSinceLastPersist, kFull };
+
+// Looks up a slice record by id when restoring; returns nullopt when the store does not have it.
+using SliceLookup = std::function<std::optional<std::string>(std::uint64_t slice_id)>;
+
+class Filter {
+ public:
+  virtual ~Filter() = default;
+  Filter() = default;
+  Filter(const Filter&) = delete;
+  Filter& operator=(const Filter&) = delete;
+
+  virtual FilterType type() const noexcept = 0;
+
+  // Returns true when the key was present (a duplicate within the window); records the sighting.
+  // With refresh_on_duplicate a duplicate is recorded again, extending its lifetime.
+  virtual bool test_and_insert(KeyHash key, TimePoint now) = 0;
+
+  // Read-only membership test.
+  virtual bool contains(KeyHash key, TimePoint now) const = 0;
+
+  virtual FilterStats stats(TimePoint now) const = 0;
+
+  // The records a checkpoint needs; see FilterImage. Does not change the filter.
+  virtual FilterImage image(ImageScope scope) const = 0;
+
+  // Called once the records of the last image() are durable: clears the change tracking.
+  virtual void mark_persisted() = 0;
+
+  bool test_and_insert(std::string_view key, TimePoint now) { return test_and_insert(hash_key(key), now); }
+  bool contains(std::string_view key, TimePoint now) const { return contains(hash_key(key), now); }
+};
+
+// The whole filter as one blob: its metadata record followed by every slice record.
+std::string serialize(const Filter& filter);
+
+// Reads a blob written by serialize(). Throws FormatError on anything that is not a valid filter.
+std::unique_ptr<Filter> deserialize(std::string_view blob);
+
+// Rebuilds a filter from its metadata record and a store of slice records (a checkpoint).
+// Throws FormatError when the metadata or a slice is missing, corrupt or inconsistent.
+std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceLookup& lookup);
+
+}  // namespace bloomgate::filters

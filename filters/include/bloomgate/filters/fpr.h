@@ -1,0 +1,42 @@
+// File: fpr.h
+//
+// The false-positive mathematics of the age-partitioned family (tlbf-spec.md b.6, b.7, c.8), kept apart
+// from any bit layout so the sizing policy, the statistics and the tests share one implementation.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace bloomgate::filters {
+
+// A (k, l) configuration: a key must match k consecutive slices; l extra slices hold aged data.
+struct SlicedParams {
+  std::uint32_t k = 0;
+  std::uint32_t l = 0;
+  friend bool operator==(SlicedParams, SlicedParams) = default;
+};
+
+inline constexpr std::uint32_t kMaxLevel = 5;
+
+// The (k, l) pair for an error rate and a level (0..5). For the error rates of table b.7 (1e-1 .. 1e-5)
+// the table's pairs are returned as they are. For any other rate: k = ceil(log2(1/eps)) + level, and l
+// the largest value whose worst-case FPR (apbf_fpr) stays at or below eps.
+SlicedParams choose_sliced_params(double error_rate, std::uint32_t level);
+
+// Worst-case FPR of an age-partitioned filter, just before a shift, with the linear fill model
+// r_i = (i+1)/(2k) in the insertion region and 1/2 in the aged region (b.6).
+double apbf_fpr(SlicedParams params);
+
+// The generalized recursion of c.8 over an arbitrary slice sequence, newest first: `fill[i]` is the
+// probability that slice i has the probed bit set (0 for an expired slice). A key is reported present when
+// k consecutive slices match.
+double sliced_fpr(std::uint32_t k, std::span<const double> fill);
+
+// Bits of a slice that takes `insertions` keys and should reach fill ratio 1/2: ceil(insertions / ln 2),
+// rounded up to whole 64-bit words, at least `min_bits`.
+std::uint64_t half_fill_slice_bits(double insertions, std::uint64_t min_bits);
+
+// Capacity of a slice of `bits` bits: floor(bits * ln 2), the insertions that bring its fill to 1/2.
+std::uint64_t half_fill_capacity(std::uint64_t bits);
+
+}  // namespace bloomgate::filters

@@ -1,0 +1,58 @@
+// File: options.h
+//
+// How a filter is chosen and sized. One struct serves every filter type so that the CLI and the service
+// configuration map onto it directly; each type reads the fields that concern it and ignores the others.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "bloomgate/filters/filter.h"
+
+namespace bloomgate::filters {
+
+enum class SpectralMode : std::uint8_t {
+  kMinimumSelection = 1,  // insert increments all k counters; supports deletions
+  kMinimalIncrease = 2,   // insert increments only the minimal counters; no deletions
+  kRecurringMinimum = 3,  // primary plus secondary filter; supports deletions
+};
+
+struct FilterOptions {
+  FilterType type = FilterType::kTimeLimited;
+  double error_rate = 0.001;                      // target false-positive rate, in (0, 1)
+  Duration ttl = std::chrono::minutes(10);        // time-based filters: how long a key is remembered
+  std::uint64_t expected_per_ttl = 1'000'000;     // keys per TTL (time-based) or in total (bloom, spectral);
+                                                  // a sizing hint that the time-limited filter adapts from
+  std::uint64_t window = 0;                       // age_partitioned: count window; 0 means expected_per_ttl
+  bool refresh_on_duplicate = false;              // a duplicate extends the key's lifetime
+
+  // time_limited and age_partitioned: the (k, l) level of tlbf-spec.md table b.7, 0..5. Higher levels use
+  // fewer bits per element and probe more slices per query.
+  std::uint32_t level = 5;
+  // time_limited: hard caps that keep memory bounded whatever the input rate (0 picks a default:
+  // 4 x (k + l) slices, 2^33 bits per slice, 2^32 insertions per generation).
+  std::uint64_t max_slices = 0;
+  std::uint64_t max_slice_bits = 0;
+  std::uint64_t max_generation_size = 0;
+
+  // scalable: growth factor of each new filter (2 or 4) and tightening ratio of its error rate.
+  std::uint32_t growth = 2;
+  double tightening = 0.9;
+
+  // spectral
+  SpectralMode spectral_mode = SpectralMode::kMinimumSelection;
+};
+
+// Throws std::invalid_argument naming the offending option.
+void validate(const FilterOptions& options);
+
+// Validates, then builds the filter the options describe.
+std::unique_ptr<Filter> make_filter(const FilterOptions& options);
+
+std::optional<FilterType> parse_filter_type(std::string_view name);
+
+}  // namespace bloomgate::filters

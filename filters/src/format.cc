@@ -1,0 +1,94 @@
+#include "bloomgate/filters/format.h"
+
+#include <xxhash.h>
+
+#include <string>
+
+#include "bloomgate/filters/hash.h"
+
+namespace bloomgate::filters {
+namespace {
+
+constexpr std::uint32_t kMagic = 0x52464742;  // "BGFR" read as little-endian
+
+bool known_type(std::uint8_t t) { return t >= 1 && t <= 6; }
+
+}  // namespace
+
+void ByteReader::need(std::size_t n, const char* what) const {
+  if (n > remaining()) {
+    throw FormatError("truncated filter data: " + std::string(what) + " needs " + std::to_string(n) +
+                      " bytes at offset " + std::to_string(pos_) + ", only " + std::to_string(remaining()) +
+                      " left");
+  }
+}
+
+void ByteReader::expect_end(const char* what) const {
+  if (remaining() != 0) {
+    throw FormatError(std::string(what) + ": " + std::to_string(remaining()) + " unexpected trailing bytes");
+  }
+}
+
+std::string encode_record(RecordKind kind, FilterType type, std::uint64_t slice_id, std::string_view payload) {
+  if (payload.size() > UINT32_MAX) throw FormatError("record payload exceeds 4 GiB");
+  ByteWriter w;
+  w.u32(kMagic);
+  w.u16(kFormatVersion);
+  w.u8(static_cast<std::uint8_t>(kind));
+  w.u8(static_cast<std::uint8_t>(type));
+  w.u64(kHashSeed);
+  w.u64(slice_id);
+  w.u32(static_cast<std::uint32_t>(payload.size()));
+  w.bytes(payload);
+  std::string out = w.take();
+  ByteWriter trailer;
+  trailer.u64(XXH3_64bits(out.data(), out.size()));
+  out += trailer.take();
+  return out;
+}
+
+Record decode_record(std::string_view& bytes) {
+  ByteReader r(bytes);
+  if (r.u32("record magic") != kMagic) throw FormatError("not a bloomgate filter record (bad magic)");
+  const std::uint16_t version = r.u16("format version");
+  if (version != kFormatVersion) {
+    throw FormatError("unsupported filter format version " + std::to_string(version) + " (this build reads " +
+                      std::to_string(kFormatVersion) + ")");
+  }
+  const std::uint8_t kind = r.u8("record kind");
+  if (kind != static_cast<std::uint8_t>(RecordKind::kMeta) && kind != static_cast<std::uint8_t>(RecordKind::kSlice)) {
+    throw FormatError("unknown record kind " + std::to_string(kind));
+  }
+  const std::uint8_t type = r.u8("filter type");
+  if (!known_type(type)) throw FormatError("unknown filter type " + std::to_string(type));
+  const std::uint64_t seed = r.u64("hash seed");
+  if (seed != kHashSeed) throw FormatError("filter was built with another hash seed");
+  const std::uint64_t slice_id = r.u64("slice id");
+  const std::uint32_t length = r.u32("payload length");
+  const std::string_view payload = r.bytes(length, "record payload");
+  const std::uint64_t stored = r.u64("record checksum");
+  const std::size_t covered = kRecordHeaderSize + length;
+  if (XXH3_64bits(bytes.data(), covered) != stored) throw FormatError("filter record checksum mismatch");
+  bytes.remove_prefix(covered + kRecordTrailerSize);
+  return Record{static_cast<RecordKind>(kind), static_cast<FilterType>(type), slice_id, payload};
+}
+
+Record decode_single_record(std::string_view bytes) {
+  Record rec = decode_record(bytes);
+  if (!bytes.empty()) throw FormatError("unexpected bytes after a filter record");
+  return rec;
+}
+
+const char* filter_type_name(FilterType type) noexcept {
+  switch (type) {
+    case FilterType::kTimeLimited: return "time_limited";
+    case FilterType::kAgePartitioned: return "age_partitioned";
+    case FilterType::kContinuous: return "continuous";
+    case FilterType::kScalable: return "scalable";
+    case FilterType::kBloom: return "bloom";
+    case FilterType::kSpectral: return "spectral";
+  }
+  return "unknown";
+}
+
+}  // namespace bloomgate::filters

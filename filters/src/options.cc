@@ -1,0 +1,56 @@
+#include "bloomgate/filters/options.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "bloomgate/filters/age_partitioned_filter.h"
+#include "bloomgate/filters/time_limited_filter.h"
+
+namespace bloomgate::filters {
+namespace {
+
+constexpr double kMinErrorRate = 1e-12;
+
+void require(bool condition, const std::string& message) {
+  if (!condition) throw std::invalid_argument(message);
+}
+
+}  // namespace
+
+void validate(const FilterOptions& o) {
+  require(std::isfinite(o.error_rate) && o.error_rate > 0 && o.error_rate < 1,
+          "error_rate must be in (0, 1), got " + std::to_string(o.error_rate));
+  require(o.error_rate >= kMinErrorRate, "error_rate below 1e-12 is not supported");
+  require(o.ttl.count() > 0, "ttl must be positive");
+  require(o.expected_per_ttl > 0, "expected_per_ttl must be positive");
+  require(o.level <= kMaxLevel, "level must be 0..5, got " + std::to_string(o.level));
+  require(o.growth == 2 || o.growth == 4, "growth must be 2 or 4, got " + std::to_string(o.growth));
+  require(o.tightening > 0 && o.tightening < 1, "tightening must be in (0, 1)");
+  if (o.type == FilterType::kTimeLimited) {
+    const SlicedParams p = choose_sliced_params(o.error_rate, o.level);
+    require(o.max_slices == 0 || o.max_slices >= p.k + p.l,
+            "max_slices must be at least k+l = " + std::to_string(p.k + p.l));
+    require(o.max_slice_bits == 0 || o.max_slice_bits >= 64, "max_slice_bits must be at least 64");
+  }
+}
+
+std::unique_ptr<Filter> make_filter(const FilterOptions& options) {
+  validate(options);
+  switch (options.type) {
+    case FilterType::kTimeLimited: return std::make_unique<TimeLimitedFilter>(options);
+    case FilterType::kAgePartitioned: return std::make_unique<AgePartitionedFilter>(options);
+    default: break;
+  }
+  throw std::invalid_argument(std::string("filter type ") + filter_type_name(options.type) + " is not built in");
+}
+
+std::optional<FilterType> parse_filter_type(std::string_view name) {
+  for (FilterType t : {FilterType::kTimeLimited, FilterType::kAgePartitioned, FilterType::kContinuous,
+                       FilterType::kScalable, FilterType::kBloom, FilterType::kSpectral}) {
+    if (name == filter_type_name(t)) return t;
+  }
+  return std::nullopt;
+}
+
+}  // namespace bloomgate::filters

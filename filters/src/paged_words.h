@@ -1,0 +1,80 @@
+// Internal: a flat array of 64-bit words split into fixed-size pages, each with a dirty mark, so that a
+// checkpoint of a single-array filter (bloom, continuous, spectral) rewrites only the pages written since
+// the last persist. Each page is persisted as one slice record whose id is the page index + 1.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bloomgate/filters/filter.h"
+#include "bloomgate/filters/format.h"
+
+namespace bloomgate::filters::detail {
+
+class PagedWords {
+ public:
+  static constexpr std::size_t kWordsPerPage = 8192;  // 64 KiB: small enough to rewrite, large enough to batch
+
+  explicit PagedWords(std::size_t words = 0)
+      : words_(words), dirty_((words + kWordsPerPage - 1) / kWordsPerPage, 1) {}
+
+  std::size_t size() const noexcept { return words_.size(); }
+  std::size_t pages() const noexcept { return dirty_.size(); }
+
+  std::uint64_t operator[](std::size_t i) const noexcept { return words_[i]; }
+  // Marks the page holding word i dirty and returns the word for writing.
+  std::uint64_t& mut(std::size_t i) noexcept {
+    dirty_[i / kWordsPerPage] = 1;
+    return words_[i];
+  }
+  const std::uint64_t* data() const noexcept { return words_.data(); }
+
+  std::uint64_t popcount() const noexcept {
+    std::uint64_t total = 0;
+    for (std::uint64_t w : words_) total += static_cast<std::uint64_t>(__builtin_popcountll(w));
+    return total;
+  }
+
+  // Appends one slice record per page (all pages, or only dirty ones) to `image`.
+  void append_pages(FilterType type, ImageScope scope, FilterImage& image) const {
+    for (std::size_t p = 0; p < pages(); ++p) {
+      if (scope == ImageScope::kChangedSinceLastPersist && !dirty_[p]) continue;
+      ByteWriter w;
+      w.words(page(p));
+      image.slices.push_back({p + 1, encode_record(RecordKind::kSlice, type, p + 1, w.take())});
+    }
+  }
+
+  // Reads every page back through `lookup`; throws FormatError when one is missing or malformed.
+  void load_pages(FilterType type, const SliceLookup& lookup) {
+    for (std::size_t p = 0; p < pages(); ++p) {
+      const auto bytes = lookup(p + 1);
+      if (!bytes) throw FormatError("missing page " + std::to_string(p + 1) + " of the filter");
+      const Record rec = decode_single_record(*bytes);
+      if (rec.kind != RecordKind::kSlice || rec.type != type || rec.slice_id != p + 1) {
+        throw FormatError("page record " + std::to_string(p + 1) + " does not belong to this filter");
+      }
+      ByteReader r(rec.payload);
+      auto out = std::span<std::uint64_t>(words_).subspan(p * kWordsPerPage, page(p).size());
+      r.words(out, "page words");
+      r.expect_end("page record");
+    }
+    std::fill(dirty_.begin(), dirty_.end(), 0);
+  }
+
+  void mark_clean() noexcept { std::fill(dirty_.begin(), dirty_.end(), 0); }
+
+ private:
+  std::span<const std::uint64_t> page(std::size_t p) const noexcept {
+    const std::size_t begin = p * kWordsPerPage;
+    return std::span<const std::uint64_t>(words_).subspan(begin, std::min(kWordsPerPage, words_.size() - begin));
+  }
+
+  std::vector<std::uint64_t> words_;
+  std::vector<std::uint8_t> dirty_;
+};
+
+}  // namespace bloomgate::filters::detail

@@ -1,0 +1,52 @@
+#include <map>
+#include <string>
+
+#include "bloomgate/filters/age_partitioned_filter.h"
+#include "bloomgate/filters/filter.h"
+#include "bloomgate/filters/time_limited_filter.h"
+
+namespace bloomgate::filters {
+
+std::string serialize(const Filter& filter) {
+  const FilterImage image = filter.image(ImageScope::kFull);
+  std::string out = image.meta;
+  for (const auto& slice : image.slices) out += slice.record;
+  return out;
+}
+
+std::unique_ptr<Filter> deserialize(std::string_view blob) {
+  std::string_view rest = blob;
+  const std::string_view meta_bytes = rest;
+  const Record meta = decode_record(rest);
+  if (meta.kind != RecordKind::kMeta) throw FormatError("a filter blob must start with its metadata record");
+  const std::string_view meta_record = meta_bytes.substr(0, meta_bytes.size() - rest.size());
+  std::map<std::uint64_t, std::string_view> slices;
+  while (!rest.empty()) {
+    const std::string_view before = rest;
+    const Record slice = decode_record(rest);
+    if (slice.kind != RecordKind::kSlice || slice.type != meta.type) {
+      throw FormatError("a filter blob holds a record of another filter");
+    }
+    if (!slices.emplace(slice.slice_id, before.substr(0, before.size() - rest.size())).second) {
+      throw FormatError("a filter blob holds slice " + std::to_string(slice.slice_id) + " twice");
+    }
+  }
+  return restore(meta_record, [&](std::uint64_t id) -> std::optional<std::string> {
+    const auto it = slices.find(id);
+    if (it == slices.end()) return std::nullopt;
+    return std::string(it->second);
+  });
+}
+
+std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceLookup& lookup) {
+  const Record meta = decode_single_record(meta_record);
+  if (meta.kind != RecordKind::kMeta) throw FormatError("expected a filter metadata record");
+  switch (meta.type) {
+    case FilterType::kTimeLimited: return TimeLimitedFilter::restore(meta, lookup);
+    case FilterType::kAgePartitioned: return AgePartitionedFilter::restore(meta, lookup);
+    default: break;
+  }
+  throw FormatError(std::string("cannot restore a filter of type ") + filter_type_name(meta.type));
+}
+
+}  // namespace bloomgate::filters

@@ -1,0 +1,331 @@
+#include "bloomgate/filters/time_limited_filter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "bloomgate/filters/bit_slice.h"
+
+namespace bloomgate::filters {
+namespace {
+
+using detail::BitSlice;
+using detail::kUnstamped;
+using detail::Probes;
+
+constexpr std::uint64_t kDefaultMaxSliceBits = 1ULL << 33;
+constexpr std::uint64_t kDefaultMaxGeneration = 1ULL << 32;
+constexpr std::uint64_t kMaxSlicesOnDisk = 1ULL << 20;
+// Completed generations the rate estimate of eq (6) averages over.
+constexpr std::size_t kRateWindow = 8;
+// The target generation may grow at most this much per slide: events sharing one timestamp make the
+// measured duration ~0 and the rate estimate unbounded, which would otherwise size gigantic slices.
+// 16x per slide still follows a 100x rate jump within two rounds of k generations.
+constexpr double kMaxGenerationGrowth = 16;
+// A generation that has lasted this many target periods (T/l) ends at its next insertion.
+constexpr std::int64_t kLongGenerationPeriods = 2;
+
+// now - then without signed overflow, saturating at the int64 range.
+std::int64_t elapsed(std::int64_t now, std::int64_t then) noexcept {
+  std::int64_t out;
+  if (__builtin_sub_overflow(now, then, &out)) {
+    return now > then ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+  }
+  return out;
+}
+
+std::uint64_t ceil_div(double numerator, double denominator) {
+  const double q = std::ceil(numerator / denominator);
+  return q <= 0 ? 0 : static_cast<std::uint64_t>(q);
+}
+
+}  // namespace
+
+TimeLimitedFilter::TimeLimitedFilter(const FilterOptions& options)
+    : params_(choose_sliced_params(options.error_rate, options.level)),
+      ttl_ns_(options.ttl.count()),
+      error_rate_(options.error_rate),
+      expected_per_ttl_(options.expected_per_ttl),
+      refresh_on_duplicate_(options.refresh_on_duplicate),
+      level_(options.level),
+      max_slices_(options.max_slices != 0 ? options.max_slices : 4ULL * (params_.k + params_.l)),
+      max_slice_bits_(options.max_slice_bits != 0 ? options.max_slice_bits : kDefaultMaxSliceBits),
+      max_generation_size_(options.max_generation_size != 0 ? options.max_generation_size : kDefaultMaxGeneration),
+      last_insert_ns_(kUnstamped),
+      latest_now_ns_(kUnstamped) {
+  reset(kUnstamped);
+}
+
+TimeLimitedFilter::~TimeLimitedFilter() = default;
+
+std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.size(); }
+
+// Creation state (c.4): k+l slices sized for expected_per_ttl keys per T, S[k] stamped as the end of
+// "generation 0" so the first rate measurement has a reference point.
+void TimeLimitedFilter::reset(std::int64_t now_ns) {
+  for (const BitSlice& slice : slices_) dropped_slice_ids_.push_back(slice.id);
+  slices_.clear();
+  const double per_slice = static_cast<double>(expected_per_ttl_) * params_.k / params_.l;
+  const std::uint64_t bits = std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_);
+  for (std::uint32_t p = 0; p < params_.k + params_.l; ++p) slices_.emplace_back(next_slice_id_++, bits, p % params_.k);
+  slices_[params_.k].stamp_ns = now_ns;
+  generation_size_ = generation_remaining_ = next_generation_size();
+  generation_inserted_ = 0;
+  generation_start_ns_ = now_ns;
+}
+
+std::int64_t TimeLimitedFilter::clamp(TimePoint now) const noexcept {
+  return std::max(to_epoch_nanos(now), latest_now_ns_);
+}
+
+// A slice still being written counts as stamped with the last insertion (c.9), so an idle filter
+// forgets its current generation like every other.
+bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) const noexcept {
+  const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
+  if (stamp == kUnstamped) return false;
+  return elapsed(now_ns, stamp) > ttl_ns_;
+}
+
+bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) const {
+  return detail::k_consecutive_match(slices_, params_.k, probes,
+                                     [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+}
+
+bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
+  return contains_at(Probes(key, params_.k), clamp(now));
+}
+
+bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
+  const std::int64_t now_ns = clamp(now);
+  latest_now_ns_ = now_ns;
+  const Probes probes(key, params_.k);
+  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
+  const bool present = contains_at(probes, now_ns);
+  if (!present || refresh_on_duplicate_) insert(probes, now_ns);
+  return present;
+}
+
+void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns) {
+  if (last_insert_ns_ == kUnstamped) {
+    reset(now_ns);  // the first insertion starts the clock
+  } else if (elapsed(now_ns, last_insert_ns_) > ttl_ns_) {
+    reset(now_ns);  // every slice has expired: start afresh rather than revive stale bits
+  } else if (generation_remaining_ > 0 && generation_inserted_ > 0 &&
+             elapsed(now_ns, generation_start_ns_) > kLongGenerationPeriods * ttl_ns_ / params_.l) {
+    end_generation_early();
+  }
+  if (generation_remaining_ == 0) slide(now_ns);
+  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].set(probes);
+  last_insert_ns_ = now_ns;
+  ++generation_inserted_;
+  if (--generation_remaining_ == 0) {
+    BitSlice& leaving = slices_[params_.k - 1];
+    leaving.stamp_ns = now_ns;
+    leaving.generation_insertions = generation_inserted_;
+  }
+}
+
+// The generation has lasted 2T/l (a rate drop): close it as if it were full, stamped with its last insertion.
+void TimeLimitedFilter::end_generation_early() {
+  BitSlice& leaving = slices_[params_.k - 1];
+  leaving.stamp_ns = last_insert_ns_;
+  leaving.generation_insertions = generation_inserted_;
+  leaving.dirty = true;
+  generation_remaining_ = 0;
+}
+
+// c.6 SLIDE: measure the rate (eq 6), retire the expired tail, shift or grow, install a new slice sized
+// for the target rate (eq 7, 8), then size the next generation (eq 5).
+void TimeLimitedFilter::slide(std::int64_t now_ns) {
+  const std::uint64_t target = target_generation_size();
+  retire_expired_tail(now_ns);
+  const BitSlice& oldest = slices_.back();
+  const bool keep_oldest = !expired(oldest, now_ns) && oldest.insertions > 0 && slices_.size() < max_slices_;
+  if (!keep_oldest) drop_oldest();
+  const std::uint64_t capacity = new_slice_capacity(target);
+  const std::uint64_t bits = std::min(half_fill_slice_bits(static_cast<double>(capacity), 2ULL * params_.k),
+                                      max_slice_bits_);
+  const std::uint32_t index = (slices_.front().hash_index + params_.k - 1) % params_.k;
+  slices_.emplace_front(next_slice_id_++, bits, index);
+  generation_size_ = generation_remaining_ = next_generation_size();
+  generation_inserted_ = 0;
+  generation_start_ns_ = now_ns;
+}
+
+// Eq (6): g* = ceil(rate * (T/l)) + 1. The reference measures the rate over the generation that just
+// ended alone; with small generations and bursty arrivals that estimate is noisy, and the early end of
+// over-long generations (insert()) only cuts one side of the noise, so generations would come out short
+// on average and the filter would sit above k+l slices. The rate is therefore measured over the last
+// kRateWindow completed generations, read off the slices' stamps and generation sizes (at least 1 ns).
+std::uint64_t TimeLimitedFilter::target_generation_size() const {
+  const std::size_t newest = params_.k - 1;
+  std::size_t oldest = newest;
+  double inserted = 0;
+  while (oldest + 1 < slices_.size() && oldest - newest < kRateWindow &&
+         slices_[oldest + 1].stamp_ns != kUnstamped) {
+    inserted += static_cast<double>(slices_[oldest].generation_insertions);
+    ++oldest;
+  }
+  const std::int64_t dt = std::max<std::int64_t>(elapsed(slices_[newest].stamp_ns, slices_[oldest].stamp_ns), 1);
+  const double period = static_cast<double>(ttl_ns_) / params_.l;
+  const double limit = kMaxGenerationGrowth * static_cast<double>(generation_size_);
+  const double target = std::min(std::ceil(inserted * period / static_cast<double>(dt)), limit) + 1;
+  return target >= static_cast<double>(max_generation_size_) ? max_generation_size_ : static_cast<std::uint64_t>(target);
+}
+
+void TimeLimitedFilter::retire_expired_tail(std::int64_t now_ns) {
+  while (slices_.size() > params_.k + params_.l && expired(slices_.back(), now_ns)) drop_oldest();
+}
+
+void TimeLimitedFilter::drop_oldest() {
+  dropped_slice_ids_.push_back(slices_.back().id);
+  slices_.pop_back();
+}
+
+std::uint64_t TimeLimitedFilter::capacity_left(const BitSlice& slice) const {
+  const std::uint64_t capacity = half_fill_capacity(slice.bits);
+  return capacity > slice.insertions ? capacity - slice.insertions : 0;
+}
+
+// Eq (7), run after the shift and before the new S[0] exists: the insertions the new slice will really
+// receive over its k generations, given that slices still in the insertion region may cap generations
+// below the target. deque index j-1 holds the future position j.
+std::uint64_t TimeLimitedFilter::new_slice_capacity(std::uint64_t target_generation) const {
+  std::uint64_t generations_left = params_.k;
+  double committed = 0;
+  while (generations_left > 1) {
+    double best = std::numeric_limits<double>::infinity();
+    std::uint64_t best_position = 0;
+    for (std::uint64_t j = 1; j < generations_left; ++j) {
+      const double room = static_cast<double>(capacity_left(slices_[j - 1])) - committed;
+      const double share = std::max(0.0, std::ceil(room / static_cast<double>(generations_left - j)));
+      if (share < best) {
+        best = share;
+        best_position = j;
+      }
+    }
+    if (static_cast<double>(target_generation) <= best) break;
+    committed += best * static_cast<double>(generations_left - best_position);
+    generations_left = best_position;
+  }
+  return static_cast<std::uint64_t>(committed) + generations_left * target_generation;
+}
+
+// Eq (5): the largest generation every slice of the insertion region can still absorb in each of the
+// generations it has left there; at least 1.
+std::uint64_t TimeLimitedFilter::next_generation_size() const {
+  std::uint64_t g = std::numeric_limits<std::uint64_t>::max();
+  for (std::uint32_t i = 0; i < params_.k; ++i) {
+    g = std::min(g, ceil_div(static_cast<double>(capacity_left(slices_[i])), static_cast<double>(params_.k - i)));
+  }
+  return std::clamp<std::uint64_t>(g, 1, max_generation_size_);
+}
+
+std::uint64_t TimeLimitedFilter::elements_in_window(std::int64_t now_ns) const {
+  std::uint64_t elements = generation_remaining_ > 0 && !expired(slices_.front(), now_ns) ? generation_inserted_ : 0;
+  for (const BitSlice& slice : slices_) {
+    if (slice.stamp_ns != kUnstamped && !expired(slice, now_ns)) elements += slice.generation_insertions;
+  }
+  return elements;
+}
+
+FilterStats TimeLimitedFilter::stats(TimePoint now) const {
+  const std::int64_t now_ns = clamp(now);
+  FilterStats s;
+  s.type = type();
+  s.k = params_.k;
+  s.l = params_.l;
+  s.slices = slices_.size();
+  s.target_fpr = error_rate_;
+  std::vector<double> fill;
+  std::int64_t oldest_valid_stamp = kUnstamped;
+  for (const BitSlice& slice : slices_) {
+    const bool is_expired = expired(slice, now_ns);
+    s.slice_stats.push_back(detail::slice_stats(slice, is_expired));
+    fill.push_back(is_expired ? 0.0 : s.slice_stats.back().fill_ratio);
+    s.bits += slice.bits;
+    if (!is_expired && slice.stamp_ns != kUnstamped && slice.insertions > 0) oldest_valid_stamp = slice.stamp_ns;
+  }
+  s.elements = elements_in_window(now_ns);
+  s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
+  s.estimated_fpr = sliced_fpr(params_.k, fill);
+  if (oldest_valid_stamp != kUnstamped) s.effective_window = Duration{elapsed(now_ns, oldest_valid_stamp)};
+  return s;
+}
+
+FilterImage TimeLimitedFilter::image(ImageScope scope) const {
+  ByteWriter w;
+  w.u32(params_.k);
+  w.u32(params_.l);
+  w.u32(level_);
+  w.i64(ttl_ns_);
+  w.f64(error_rate_);
+  w.u64(expected_per_ttl_);
+  w.u8(refresh_on_duplicate_ ? 1 : 0);
+  w.u64(max_slices_);
+  w.u64(max_slice_bits_);
+  w.u64(max_generation_size_);
+  w.u64(generation_size_);
+  w.u64(generation_remaining_);
+  w.u64(generation_inserted_);
+  w.i64(generation_start_ns_);
+  w.i64(last_insert_ns_);
+  w.i64(latest_now_ns_);
+  w.u64(next_slice_id_);
+  w.u64(slices_.size());
+  for (const BitSlice& slice : slices_) w.u64(slice.id);
+  FilterImage out;
+  out.meta = encode_record(RecordKind::kMeta, type(), 0, w.take());
+  for (const BitSlice& slice : slices_) {
+    if (scope == ImageScope::kFull || slice.dirty) out.slices.push_back({slice.id, slice.encode(type())});
+  }
+  out.dropped_slice_ids = dropped_slice_ids_;
+  return out;
+}
+
+void TimeLimitedFilter::mark_persisted() {
+  for (BitSlice& slice : slices_) slice.dirty = false;
+  dropped_slice_ids_.clear();
+}
+
+std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const SliceLookup& lookup) {
+  ByteReader r(meta.payload);
+  std::unique_ptr<TimeLimitedFilter> f(new TimeLimitedFilter(Restored{}));
+  f->params_.k = r.u32("k");
+  f->params_.l = r.u32("l");
+  if (f->params_.k == 0 || f->params_.k > detail::kMaxProbes || f->params_.l == 0 || f->params_.l > 100000) {
+    throw FormatError("time-limited filter has impossible (k, l) = (" + std::to_string(f->params_.k) + ", " +
+                      std::to_string(f->params_.l) + ")");
+  }
+  f->level_ = r.u32("level");
+  f->ttl_ns_ = r.i64("ttl");
+  if (f->ttl_ns_ <= 0) throw FormatError("time-limited filter has a non-positive TTL");
+  f->error_rate_ = r.f64("error rate");
+  f->expected_per_ttl_ = r.u64("expected per ttl");
+  f->refresh_on_duplicate_ = r.u8("refresh on duplicate") != 0;
+  f->max_slices_ = r.u64("max slices");
+  f->max_slice_bits_ = r.u64("max slice bits");
+  f->max_generation_size_ = r.u64("max generation size");
+  f->generation_size_ = r.u64("generation size");
+  f->generation_remaining_ = r.u64("generation remaining");
+  f->generation_inserted_ = r.u64("generation inserted");
+  f->generation_start_ns_ = r.i64("generation start");
+  f->last_insert_ns_ = r.i64("last insert");
+  f->latest_now_ns_ = r.i64("latest now");
+  f->next_slice_id_ = r.u64("next slice id");
+  const std::uint64_t count = r.u64("slice count");
+  if (count < f->params_.k + f->params_.l || count > kMaxSlicesOnDisk || count * 8 != r.remaining()) {
+    throw FormatError("time-limited filter lists an impossible number of slices: " + std::to_string(count));
+  }
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t id = r.u64("slice id");
+    const auto record = lookup(id);
+    if (!record) throw FormatError("time-limited filter slice " + std::to_string(id) + " is missing");
+    f->slices_.push_back(BitSlice::decode(*record, FilterType::kTimeLimited, id, f->params_.k));
+  }
+  r.expect_end("time-limited filter metadata");
+  return f;
+}
+
+}  // namespace bloomgate::filters

@@ -1,0 +1,307 @@
+// The time-limited Bloom filter against an exact TTL set. Every random stream uses a fixed seed (given
+// at each call), so a failure reproduces exactly.
+#include "bloomgate/filters/time_limited_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "bloomgate/filters/options.h"
+#include "ground_truth.h"
+
+namespace bloomgate::filters {
+namespace {
+
+using testing::ExactTtlSet;
+using testing::Phase;
+using testing::absent_key_name;
+using testing::key_name;
+using testing::milliseconds;
+using testing::run_stream;
+using testing::seconds;
+
+const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
+
+FilterOptions tlbf_options(double error_rate, Duration ttl, std::uint64_t expected, bool refresh = false) {
+  FilterOptions o;
+  o.type = FilterType::kTimeLimited;
+  o.error_rate = error_rate;
+  o.ttl = ttl;
+  o.expected_per_ttl = expected;
+  o.refresh_on_duplicate = refresh;
+  return o;
+}
+
+struct StreamOutcome {
+  std::uint64_t events = 0;
+  std::uint64_t false_negatives = 0;
+};
+
+// Feeds the stream to the filter and checks every answer against what the filter itself recorded: a key
+// it inserted within the TTL must be reported present. (A false positive makes the filter skip a key's
+// insertion, so the raw stream is not the reference here; the service's end-to-end tests count those
+// false drops against exact ground truth.)
+StreamOutcome replay(TimeLimitedFilter& filter, Duration ttl, const std::vector<Phase>& phases, double repeat_share,
+                     std::uint64_t recent_keys, bool poisson, std::uint64_t seed, bool refresh) {
+  ExactTtlSet recorded(ttl, /*refresh=*/true);
+  StreamOutcome out;
+  run_stream(phases, repeat_share, recent_keys, poisson, seed, kStart, [&](std::uint64_t key, TimePoint now) {
+    const bool expected = recorded.present(key, now);
+    const bool reported = filter.test_and_insert(key_name(key), now);
+    if (!reported || refresh) recorded.observe(key, now);
+    ++out.events;
+    if (expected && !reported) ++out.false_negatives;
+  });
+  return out;
+}
+
+class NoFalseNegatives : public ::testing::TestWithParam<bool> {};
+
+TEST_P(NoFalseNegatives, SteadyRate) {
+  const bool refresh = GetParam();
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 10'000, refresh));
+  const auto out = replay(filter, seconds(10), {{seconds(60), 1000}}, 0.3, 15'000, false, 11, refresh);
+  EXPECT_GT(out.events, 50'000U);
+  EXPECT_EQ(out.false_negatives, 0U);
+}
+
+TEST_P(NoFalseNegatives, RandomRates) {
+  const bool refresh = GetParam();
+  std::mt19937_64 rng(12);
+  std::vector<Phase> phases;
+  for (int i = 0; i < 24; ++i) phases.push_back({milliseconds(2500), 10.0 * std::pow(10.0, 3.0 * static_cast<double>(rng() % 1000) / 1000.0)});
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000, refresh));
+  const auto out = replay(filter, seconds(10), phases, 0.3, 5'000, true, 13, refresh);
+  EXPECT_GT(out.events, 10'000U);
+  EXPECT_EQ(out.false_negatives, 0U);
+}
+
+TEST_P(NoFalseNegatives, Bursts) {
+  const bool refresh = GetParam();
+  TimeLimitedFilter filter(tlbf_options(0.001, seconds(10), 1'000, refresh));
+  const std::vector<Phase> phases = {{seconds(30), 100},  {seconds(5), 10'000}, {seconds(20), 100},
+                                     {seconds(2), 20'000}, {seconds(1), 0.5},    {seconds(30), 100}};
+  const auto out = replay(filter, seconds(10), phases, 0.4, 3'000, true, 14, refresh);
+  EXPECT_GT(out.events, 50'000U);
+  EXPECT_EQ(out.false_negatives, 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(RefreshOrNot, NoFalseNegatives, ::testing::Bool());
+
+// Measures the share of never-inserted keys reported present while a stream runs: one probe per event
+// from `measure_from` on, so every phase of a generation is sampled.
+struct FprRun {
+  std::uint64_t probes = 0;
+  std::uint64_t false_positives = 0;
+  std::size_t max_slices = 0;
+  double rate() const { return static_cast<double>(false_positives) / static_cast<double>(probes); }
+};
+
+FprRun measure_fpr(TimeLimitedFilter& filter, const std::vector<Phase>& phases, TimePoint measure_from,
+                   TimePoint measure_to, std::uint64_t probes_per_event, std::uint64_t seed) {
+  FprRun run;
+  std::uint64_t next_probe = 0;
+  run_stream(phases, 0.0, 1, true, seed, kStart, [&](std::uint64_t key, TimePoint now) {
+    filter.test_and_insert(key_name(key), now);
+    if (now < measure_from || now >= measure_to) return;
+    run.max_slices = std::max(run.max_slices, filter.slice_count());
+    for (std::uint64_t i = 0; i < probes_per_event; ++i) {
+      ++run.probes;
+      if (filter.contains(absent_key_name(next_probe++), now)) ++run.false_positives;
+    }
+  });
+  return run;
+}
+
+class SteadyStateFpr : public ::testing::TestWithParam<double> {};
+
+TEST_P(SteadyStateFpr, WithinTenPercentOfTarget) {
+  const double target = GetParam();
+  TimeLimitedFilter filter(tlbf_options(target, seconds(10), 5'000));
+  // 2000 events/s for 6 TTLs, measured over the last three, with enough probes for 30/target of them.
+  const auto probes_per_event = static_cast<std::uint64_t>(std::ceil(30.0 / target / 60'000));
+  const auto run = measure_fpr(filter, {{seconds(60), 2000}}, kStart + seconds(30), kStart + seconds(60),
+                               probes_per_event, 21);
+  ASSERT_GE(run.probes, static_cast<std::uint64_t>(10 / target));
+  std::printf("target %.0e: measured FPR %.3e over %llu probes, %zu slices (k+l = %u)\n", target, run.rate(),
+              static_cast<unsigned long long>(run.probes), run.max_slices, filter.params().k + filter.params().l);
+  EXPECT_LE(run.rate(), 1.1 * target);
+  const auto stats = filter.stats(kStart + seconds(60));
+  EXPECT_LE(stats.estimated_fpr, 1.5 * target);
+}
+
+INSTANTIATE_TEST_SUITE_P(ErrorRates, SteadyStateFpr, ::testing::Values(1e-2, 1e-3, 1e-4));
+
+TEST(TimeLimitedFilter, HundredfoldRateJumpKeepsFprAndSliceCount) {
+  const double target = 0.01;
+  TimeLimitedFilter filter(tlbf_options(target, seconds(10), 1'000));
+  const std::uint32_t settled = filter.params().k + filter.params().l;
+  // 100/s for 4 TTLs, 10,000/s for 2 TTLs, then 100/s again for 3 TTLs.
+  const std::vector<Phase> phases = {{seconds(40), 100}, {seconds(20), 10'000}, {seconds(30), 100}};
+  const auto during = measure_fpr(filter, phases, kStart + seconds(40), kStart + seconds(60), 1, 31);
+  std::printf("during the jump: FPR %.3e over %llu probes, at most %zu slices\n", during.rate(),
+              static_cast<unsigned long long>(during.probes), during.max_slices);
+  EXPECT_GE(during.probes, 100'000U);
+  EXPECT_LE(during.rate(), 2 * target);
+  EXPECT_GT(during.max_slices, settled) << "a rate jump makes the filter grow before the new sizes phase in";
+  // Two TTLs after the burst the slice count is back to k+l.
+  EXPECT_EQ(filter.slice_count(), settled);
+}
+
+TEST(TimeLimitedFilter, ExpiredKeysFadeOutToTheFalsePositiveRate) {
+  const Duration ttl = seconds(10);
+  TimeLimitedFilter filter(tlbf_options(0.01, ttl, 10'000));
+  const Duration generation = ttl / filter.params().l;
+  std::vector<std::pair<std::uint64_t, TimePoint>> inserted;
+  run_stream({{seconds(40), 1000}}, 0.0, 1, false, 41, kStart, [&](std::uint64_t key, TimePoint now) {
+    filter.test_and_insert(key_name(key), now);
+    inserted.emplace_back(key, now);
+  });
+  const TimePoint end = kStart + seconds(40);
+  // Just past T + one generation a key's oldest slice has expired and the rest still match: it is
+  // present only if the next younger slice matches too, about half the time.
+  std::uint64_t fading = 0;
+  std::uint64_t fading_present = 0;
+  // Past T + (k+1) generations every slice of the key has expired.
+  std::uint64_t gone = 0;
+  std::uint64_t gone_present = 0;
+  for (const auto& [key, at] : inserted) {
+    const Duration age = end - at;
+    const bool present = filter.contains(key_name(key), end);
+    if (age > ttl + 2 * generation && age <= ttl + 3 * generation) {
+      ++fading;
+      fading_present += present ? 1 : 0;
+    } else if (age > ttl + (filter.params().k + 2) * generation) {
+      ++gone;
+      gone_present += present ? 1 : 0;
+    }
+  }
+  ASSERT_GT(fading, 50U);
+  ASSERT_GT(gone, 10'000U);
+  EXPECT_LT(static_cast<double>(fading_present) / static_cast<double>(fading), 0.6);
+  EXPECT_LE(static_cast<double>(gone_present) / static_cast<double>(gone), 0.011);
+}
+
+TEST(TimeLimitedFilter, IdleFilterForgetsTheGenerationInProgress) {
+  const Duration ttl = seconds(10);
+  TimeLimitedFilter filter(tlbf_options(0.01, ttl, 100'000));
+  for (int i = 0; i < 50; ++i) filter.test_and_insert(key_name(i), kStart + milliseconds(i));
+  ASSERT_TRUE(filter.contains(key_name(7), kStart + seconds(10)));
+  EXPECT_FALSE(filter.contains(key_name(7), kStart + seconds(100)));
+  // The first insertion after the silence resets the filter: the old bits cannot come back.
+  filter.test_and_insert(std::string_view("wake-up"), kStart + seconds(100));
+  for (int i = 0; i < 50; ++i) EXPECT_FALSE(filter.contains(key_name(i), kStart + seconds(100)));
+  EXPECT_TRUE(filter.contains(std::string_view("wake-up"), kStart + seconds(100)));
+}
+
+TEST(TimeLimitedFilter, TimeNeverRunsBackwards) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
+  filter.test_and_insert(std::string_view("a"), kStart + seconds(100));
+  // An event stamped 90 s earlier is treated as happening at the latest time seen.
+  EXPECT_FALSE(filter.test_and_insert(std::string_view("b"), kStart + seconds(10)));
+  EXPECT_TRUE(filter.contains(std::string_view("b"), kStart + seconds(109)));
+  EXPECT_FALSE(filter.contains(std::string_view("b"), kStart + seconds(111)));
+  EXPECT_TRUE(filter.test_and_insert(std::string_view("a"), kStart));
+}
+
+TEST(TimeLimitedFilter, ExtremeTimestampsDoNotOverflow) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
+  const TimePoint earliest = from_epoch_nanos(std::numeric_limits<std::int64_t>::min() + 1);
+  const TimePoint latest = from_epoch_nanos(std::numeric_limits<std::int64_t>::max());
+  EXPECT_FALSE(filter.test_and_insert(std::string_view("old"), earliest));
+  EXPECT_TRUE(filter.contains(std::string_view("old"), earliest));
+  EXPECT_FALSE(filter.test_and_insert(std::string_view("future"), latest));
+  EXPECT_FALSE(filter.contains(std::string_view("old"), latest));
+  EXPECT_TRUE(filter.test_and_insert(std::string_view("future"), latest));
+  EXPECT_TRUE(filter.contains(std::string_view("future"), kStart)) << "clamped to the latest time seen";
+}
+
+TEST(TimeLimitedFilter, EmptyTinyAndHugeKeys) {
+  TimeLimitedFilter filter(tlbf_options(0.001, seconds(10), 1'000));
+  const std::string huge(1 << 20, 'x');
+  for (const std::string& key : {std::string(), std::string("a"), std::string(1, '\0'), huge}) {
+    EXPECT_FALSE(filter.test_and_insert(key, kStart)) << key.size();
+    EXPECT_TRUE(filter.test_and_insert(key, kStart + seconds(1))) << key.size();
+  }
+  EXPECT_FALSE(filter.contains(huge + "y", kStart));
+}
+
+TEST(TimeLimitedFilter, AMillionInsertsInOneTickStayBounded) {
+  FilterOptions options = tlbf_options(0.01, seconds(10), 1'000);
+  TimeLimitedFilter filter(options);
+  for (std::uint64_t i = 0; i < 1'000'000; ++i) filter.test_and_insert(key_name(i), kStart);
+  const std::uint32_t k_plus_l = filter.params().k + filter.params().l;
+  EXPECT_LE(filter.slice_count(), 4U * k_plus_l);
+  for (std::uint64_t i = 999'000; i < 1'000'000; ++i) ASSERT_TRUE(filter.contains(key_name(i), kStart)) << i;
+}
+
+TEST(TimeLimitedFilter, SliceCountAndSliceSizeCapsHold) {
+  FilterOptions options = tlbf_options(0.01, seconds(10), 100);
+  options.max_slices = 120;
+  options.max_slice_bits = 1 << 16;
+  TimeLimitedFilter filter(options);
+  run_stream({{seconds(5), 100}, {seconds(5), 100'000}}, 0.0, 1, false, 51, kStart,
+             [&](std::uint64_t key, TimePoint now) {
+               filter.test_and_insert(key_name(key), now);
+               ASSERT_LE(filter.slice_count(), 120U);
+             });
+  for (const auto& slice : filter.stats(kStart + seconds(10)).slice_stats) EXPECT_LE(slice.bits, 1U << 16);
+}
+
+TEST(TimeLimitedFilter, QueriesDoNotChangeState) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
+  for (int i = 0; i < 5000; ++i) filter.test_and_insert(key_name(i), kStart + milliseconds(i));
+  const std::string before = serialize(filter);
+  for (int i = 0; i < 5000; ++i) (void)filter.contains(key_name(i), kStart + seconds(1000));
+  (void)filter.stats(kStart + seconds(1000));
+  EXPECT_EQ(serialize(filter), before);
+}
+
+TEST(TimeLimitedFilter, StatsDescribeTheWindow) {
+  TimeLimitedFilter filter(tlbf_options(0.001, seconds(10), 10'000));
+  run_stream({{seconds(40), 1000}}, 0.0, 1, false, 61, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  const auto s = filter.stats(kStart + seconds(40));
+  EXPECT_EQ(s.type, FilterType::kTimeLimited);
+  EXPECT_EQ(s.k, 15U);
+  EXPECT_EQ(s.l, 74U);
+  EXPECT_EQ(s.slices, s.slice_stats.size());
+  // About 10,000 keys arrived within the last TTL; the window holds those plus at most one generation.
+  EXPECT_GE(s.elements, 9'900U);
+  EXPECT_LE(s.elements, 10'000U + 10'000U / 74 + 2);
+  EXPECT_NEAR(s.bits_per_element, 26.0, 1.5);
+  ASSERT_TRUE(s.effective_window.has_value());
+  EXPECT_LE(*s.effective_window, Duration{seconds(10)});
+  EXPECT_GE(*s.effective_window, Duration{seconds(9)});
+  EXPECT_GT(s.estimated_fpr, 0.0);
+}
+
+TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
+  std::map<std::uint64_t, std::string> store;
+  auto persist = [&](ImageScope scope) {
+    const FilterImage image = filter.image(scope);
+    for (const auto& slice : image.slices) store[slice.id] = slice.record;
+    for (std::uint64_t id : image.dropped_slice_ids) store.erase(id);
+    filter.mark_persisted();
+    return image;
+  };
+  run_stream({{seconds(15), 500}}, 0.2, 1000, true, 71, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  persist(ImageScope::kFull);
+  const TimePoint later = kStart + seconds(15);
+  for (int i = 0; i < 10; ++i) filter.test_and_insert(key_name(1'000'000 + i), later);
+  const FilterImage delta = persist(ImageScope::kChangedSinceLastPersist);
+  EXPECT_LE(delta.slices.size(), filter.params().k + 1U) << "only the slices being written change";
+  const auto restored = restore(delta.meta, [&](std::uint64_t id) -> std::optional<std::string> {
+    const auto it = store.find(id);
+    return it == store.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
+  EXPECT_EQ(serialize(*restored), serialize(filter));
+  for (std::uint64_t key = 0; key < 3000; ++key) {
+    ASSERT_EQ(restored->contains(key_name(key), later), filter.contains(key_name(key), later)) << key;
+  }
+}
+
+}  // namespace
+}  // namespace bloomgate::filters
