@@ -21,8 +21,8 @@ constexpr std::uint64_t kMaxSlicesOnDisk = 1ULL << 20;
 constexpr std::size_t kRateWindow = 8;
 // The target generation may grow at most this much per slide: events sharing one timestamp make the
 // measured duration ~0 and the rate estimate unbounded, which would otherwise size gigantic slices.
-// 16x per slide still follows a 100x rate jump within two rounds of k generations.
-constexpr double kMaxGenerationGrowth = 16;
+// 4x per slide follows a 100x rate jump within four rounds of k generations.
+constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
 

@@ -21,7 +21,7 @@
 //  - time is passed in, in nanoseconds; there is no hidden clock, and queries are const;
 //  - time never runs backwards: an earlier `now` is treated as the latest one seen;
 //  - a generation ending within one clock tick uses a 1 ns duration, so eq (6) never divides by zero, and
-//    the target generation grows at most 16x per slide, so a burst of equal timestamps sizes no huge slice;
+//    the target generation grows at most 4x per slide, so a burst of equal timestamps sizes no huge slice;
 //  - eq (5) and (7) are computed in signed arithmetic, clamped, and g is at least 1;
 //  - the slice count, the slice size and the generation size have caps (FilterOptions);
 //  - the slices being written count as stamped with the last insertion, so an idle filter forgets them;

@@ -1,0 +1,45 @@
+// File: filter_command.h
+//
+// `bloomgate filter`: the filters on a user's own data, like `uniq` with a time window. Each input line
+// is KEY (stamped with the processing time) or, with timestamps, EPOCH_MILLIS<TAB>KEY; a line is written
+// out unchanged when its key is new within the TTL. Malformed lines are reported on the error stream with
+// their line number and skipped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+
+#include "bloomgate/filters/filter.h"
+#include "bloomgate/filters/options.h"
+
+namespace bloomgate::app {
+
+struct FilterCommandOptions {
+  filters::FilterOptions filter;
+  bool timestamps = false;  // lines are EPOCH_MILLIS<TAB>KEY
+  bool stats = false;       // print one JSON object of statistics on the error stream at the end
+};
+
+struct FilterCommandResult {
+  std::uint64_t lines = 0;
+  std::uint64_t forwarded = 0;
+  std::uint64_t duplicates = 0;
+  std::uint64_t malformed = 0;
+};
+
+// Exit codes of the command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitMalformedLines = 1;  // the output is complete, but some input lines were skipped
+inline constexpr int kExitUsage = 2;
+
+using ProcessingClock = std::function<filters::TimePoint()>;
+
+FilterCommandResult run_filter_command(const FilterCommandOptions& options, std::istream& in, std::ostream& out,
+                                       std::ostream& err, const ProcessingClock& clock);
+
+// The --stats object: type, k, l, slices, bits, elements, bits_per_element, estimated_fpr, plus the
+// line counts.
+std::string stats_json(const filters::FilterStats& stats, const FilterCommandResult& result);
+
+}  // namespace bloomgate::app

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The real binary, as a user runs it: exit codes, messages and output. Usage: cli_test.sh PATH_TO_BLOOMGATE
+set -uo pipefail
+bin=$1
+failures=0
+checks=0
+check() {  # check NAME EXPECTED ACTUAL
+  checks=$((checks + 1))
+  if [[ "$2" == "$3" ]]; then echo "ok   $1"; else echo "FAIL $1: expected [$2], got [$3]"; failures=$((failures + 1)); fi
+}
+
+out=$(printf 'a\nb\na\n' | "$bin" filter); check "forwards new keys" $'a\nb' "$out"
+printf 'a\n' | "$bin" filter >/dev/null; check "exit 0 on clean input" 0 $?
+
+out=$(printf '1000\tx\nbad\n2000\tx\n' | "$bin" filter --timestamps 2>/tmp/bloomgate-cli-err.$$); code=$?
+check "exit 1 when lines were skipped" 1 "$code"
+check "output still complete" $'1000\tx' "$out"
+check "malformed line named" "line 2: expected EPOCH_MILLIS<TAB>KEY, found no tab, skipped" "$(cat /tmp/bloomgate-cli-err.$$)"
+
+err=$("$bin" filter --ttl 10 </dev/null 2>&1); code=$?
+check "bad duration exits 2" 2 "$code"
+check "bad duration explained" '--ttl: "10" has no unit: write ms, s, m, h or d, like 10s' "$(head -1 <<<"$err")"
+err=$("$bin" filter --error-rate 0 </dev/null 2>&1); check "error rate 0 refused" 2 $?
+check "error rate message" "bloomgate filter: error_rate must be in (0, 1), got 0.000000" "$err"
+err=$("$bin" filter --type nope </dev/null 2>&1); check "unknown type refused" 2 $?
+
+stats=$(printf 'a\nb\na\n' | "$bin" filter --stats 2>&1 >/dev/null)
+check "stats is one line" 1 "$(wc -l <<<"$stats")"
+python3 - "$stats" <<'PY' || failures=$((failures + 1))
+import json, sys
+s = json.loads(sys.argv[1])
+missing = {"type", "k", "l", "slices", "bits", "elements", "bits_per_element", "estimated_fpr"} - s.keys()
+assert not missing, f"stats lack {missing}"
+assert s["elements"] == 2 and s["duplicates"] == 1, s
+print("ok   stats JSON has every field")
+PY
+
+for type in time_limited age_partitioned continuous scalable bloom spectral; do
+  out=$(printf 'k1\nk2\nk1\n' | "$bin" filter --type "$type" 2>&1); check "--type $type" $'k1\nk2' "$out"
+done
+
+rm -f /tmp/bloomgate-cli-err.$$
+echo "cli checks: $((checks - failures)) of $checks passed"
+exit $((failures > 0))
