@@ -5,6 +5,10 @@
 #include <string>
 
 #include "bloomgate/filters/age_partitioned_filter.h"
+#include "bloomgate/filters/bloom_filter.h"
+#include "bloomgate/filters/continuous_filter.h"
+#include "bloomgate/filters/scalable_bloom_filter.h"
+#include "bloomgate/filters/spectral_filter.h"
 #include "bloomgate/filters/time_limited_filter.h"
 
 namespace bloomgate::filters {
@@ -40,9 +44,12 @@ std::unique_ptr<Filter> make_filter(const FilterOptions& options) {
   switch (options.type) {
     case FilterType::kTimeLimited: return std::make_unique<TimeLimitedFilter>(options);
     case FilterType::kAgePartitioned: return std::make_unique<AgePartitionedFilter>(options);
-    default: break;
+    case FilterType::kContinuous: return std::make_unique<ContinuousFilter>(options);
+    case FilterType::kScalable: return std::make_unique<ScalableBloomFilter>(options);
+    case FilterType::kBloom: return std::make_unique<BloomFilter>(options);
+    case FilterType::kSpectral: return std::make_unique<SpectralFilter>(options);
   }
-  throw std::invalid_argument(std::string("filter type ") + filter_type_name(options.type) + " is not built in");
+  throw std::invalid_argument("unknown filter type " + std::to_string(static_cast<int>(options.type)));
 }
 
 std::optional<FilterType> parse_filter_type(std::string_view name) {

@@ -2,6 +2,10 @@
 #include <string>
 
 #include "bloomgate/filters/age_partitioned_filter.h"
+#include "bloomgate/filters/bloom_filter.h"
+#include "bloomgate/filters/continuous_filter.h"
+#include "bloomgate/filters/scalable_bloom_filter.h"
+#include "bloomgate/filters/spectral_filter.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/time_limited_filter.h"
 
@@ -44,7 +48,10 @@ std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceLookup&
   switch (meta.type) {
     case FilterType::kTimeLimited: return TimeLimitedFilter::restore(meta, lookup);
     case FilterType::kAgePartitioned: return AgePartitionedFilter::restore(meta, lookup);
-    default: break;
+    case FilterType::kContinuous: return ContinuousFilter::restore(meta, lookup);
+    case FilterType::kScalable: return ScalableBloomFilter::restore(meta, lookup);
+    case FilterType::kBloom: return BloomFilter::restore(meta, lookup);
+    case FilterType::kSpectral: return SpectralFilter::restore(meta, lookup);
   }
   throw FormatError(std::string("cannot restore a filter of type ") + filter_type_name(meta.type));
 }

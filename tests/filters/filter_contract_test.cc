@@ -114,7 +114,9 @@ TEST_P(FilterContract, ACheckpointRestoresFromItsRecords) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, FilterContract,
-                         ::testing::Values(FilterType::kTimeLimited, FilterType::kAgePartitioned),
+                         ::testing::Values(FilterType::kTimeLimited, FilterType::kAgePartitioned,
+                                           FilterType::kContinuous, FilterType::kScalable, FilterType::kBloom,
+                                           FilterType::kSpectral),
                          [](const auto& type_info) { return std::string(filter_type_name(type_info.param)); });
 
 }  // namespace

@@ -1,0 +1,931 @@
+// File: bench/filter_bench.cc
+//
+// The filter benchmark: for every filter type make_filter() builds and every error rate, ns per
+// test_and_insert in cache (about 1 MiB) and out of cache (256 MiB by default), bits per element over the
+// window at steady state, and the measured false-positive rate; in the same run, on the same key stream,
+// two baselines: a split-block Bloom filter (the speed limit of any Bloom filter) and an exact TTL set
+// (std::unordered_map, what people write by hand). Speed is reported as a ratio against the split-block
+// filter measured in the same run and memory as a ratio against the exact TTL set; absolute figures are
+// printed too but mean little on a shared machine. See bench/README.md.
+//
+// This is a benchmark, not a test: it never judges timings by its exit code. It exits non-zero only when a
+// figure it should have produced is missing or not a number (the smoke test checks that).
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "bloomgate/filters/filter.h"
+#include "bloomgate/filters/hash.h"
+#include "bloomgate/filters/options.h"
+#include "bloomgate/filters/time.h"
+#include "exact_ttl_set.h"
+#include "split_block_bloom.h"
+
+namespace bloomgate::bench {
+namespace {
+
+using filters::Duration;
+using filters::Filter;
+using filters::FilterOptions;
+using filters::FilterType;
+using filters::KeyHash;
+using filters::TimePoint;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// ------------------------------------------------------------------------------------------------------
+// The filter table: one row per filter type, all built through make_filter(). A type make_filter() does
+// not build yet (std::invalid_argument) prints as "n/a" and is picked up automatically once it exists.
+
+enum class OutOfCacheSize {
+  kFull,     // the --out-of-cache-mib stream (256 MiB of time-limited filter by default)
+  kReduced,  // the --slow-out-of-cache-mib stream: for types too slow or too large for the full size
+};
+
+struct FilterEntry {
+  const char* name;  // as filters::filter_type_name()
+  FilterType type;
+  OutOfCacheSize out_of_cache;
+};
+
+constexpr FilterEntry kFilterTable[] = {
+    {"time_limited", FilterType::kTimeLimited, OutOfCacheSize::kFull},
+    {"age_partitioned", FilterType::kAgePartitioned, OutOfCacheSize::kReduced},
+    {"continuous", FilterType::kContinuous, OutOfCacheSize::kReduced},
+    {"bloom", FilterType::kBloom, OutOfCacheSize::kReduced},
+    {"scalable", FilterType::kScalable, OutOfCacheSize::kReduced},
+    {"spectral", FilterType::kSpectral, OutOfCacheSize::kReduced},
+};
+
+// ------------------------------------------------------------------------------------------------------
+// The key stream. Keys are 64-bit KeyHash values made directly (no string hashing), so hashing costs the
+// same (nothing) for every filter. New key number i is splitmix64's finalizer of (i + seed): a bijection,
+// so new keys never repeat by accident and the probe keys of the FPR measurement (numbers with the top bit
+// set) are guaranteed never inserted. The choice between a new key and a repeat, and which key is
+// repeated, come from a std::mt19937_64 with a fixed seed, so every filter sees exactly the same events.
+//
+// Events are evenly spaced (1 us of simulated time apart); 70% are new keys and 30% repeat a key drawn
+// uniformly from the last 90% of a TTL's new keys (always still within the TTL). The TTL is chosen so it
+// holds `keys_per_ttl` new keys: events_per_ttl = keys_per_ttl / 0.7.
+
+constexpr double kNewFraction = 0.7;
+constexpr double kRepeatReach = 0.9;  // repeats reach back this fraction of a TTL's new keys
+constexpr std::int64_t kEventSpacingNs = 1000;
+constexpr std::int64_t kStartNs = 1'700'000'000'000'000'000;  // late 2023, as nanoseconds since the epoch
+
+std::uint64_t mix64(std::uint64_t x) noexcept {  // splitmix64's finalizer, a bijection
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+struct Event {
+  std::uint64_t key;
+  std::int64_t now_ns;
+  bool is_new;
+};
+
+class KeyStream {
+ public:
+  KeyStream(std::uint64_t keys_per_ttl, std::uint64_t seed)
+      : seed_(seed),
+        rng_(seed),
+        events_per_ttl_(std::max<std::uint64_t>(
+            16, static_cast<std::uint64_t>(std::llround(static_cast<double>(keys_per_ttl) / kNewFraction)))),
+        repeat_reach_(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(kRepeatReach * static_cast<double>(keys_per_ttl)))),
+        repeat_threshold_(static_cast<std::uint64_t>((1.0 - kNewFraction) * 18446744073709551616.0)),
+        window_bits_((events_per_ttl_ + 63) / 64, 0) {}
+
+  Event next() {
+    const std::int64_t now = kStartNs + static_cast<std::int64_t>(event_) * kEventSpacingNs;
+    const bool is_new = new_keys_ == 0 || rng_() >= repeat_threshold_;
+    std::uint64_t index;
+    if (is_new) {
+      index = new_keys_++;
+    } else {
+      const std::uint64_t reach = std::min(new_keys_, repeat_reach_);
+      index = new_keys_ - 1 - filters::fast_range(rng_(), reach);
+    }
+    // The distinct keys of the window are the new keys among its last events_per_ttl events.
+    const std::uint64_t slot = event_ % events_per_ttl_;
+    std::uint64_t& word = window_bits_[slot / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
+    if ((word & bit) != 0) --window_new_;
+    word &= ~bit;
+    if (is_new) {
+      word |= bit;
+      ++window_new_;
+    }
+    ++event_;
+    last_ns_ = now;
+    return {key_of(index), now, is_new};
+  }
+
+  // A key no event of any stream with this seed ever carries.
+  std::uint64_t probe_key(std::uint64_t i) const noexcept { return key_of(i | (std::uint64_t{1} << 63)); }
+
+  std::uint64_t events_per_ttl() const noexcept { return events_per_ttl_; }
+  std::int64_t ttl_ns() const noexcept { return static_cast<std::int64_t>(events_per_ttl_) * kEventSpacingNs; }
+  // Distinct keys inserted within the last TTL, i.e. at times in (now - TTL, now].
+  std::uint64_t distinct_in_window() const noexcept { return window_new_; }
+  std::uint64_t events() const noexcept { return event_; }
+  TimePoint now() const noexcept { return filters::from_epoch_nanos(last_ns_); }
+
+ private:
+  std::uint64_t key_of(std::uint64_t index) const noexcept { return mix64(index + seed_ * 0x9e3779b97f4a7c15ULL); }
+
+  std::uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::uint64_t events_per_ttl_;
+  std::uint64_t repeat_reach_;
+  std::uint64_t repeat_threshold_;
+  std::uint64_t event_ = 0;
+  std::uint64_t new_keys_ = 0;
+  std::uint64_t window_new_ = 0;
+  std::int64_t last_ns_ = kStartNs;
+  std::vector<std::uint64_t> window_bits_;
+};
+
+// ------------------------------------------------------------------------------------------------------
+// Settings and results.
+
+struct Config {
+  bool quick = false;
+  std::vector<std::string> filters;
+  std::vector<double> rates = {1e-2, 1e-3, 1e-4};
+  double in_cache_mib = 1;
+  double out_of_cache_mib = 256;
+  double slow_out_of_cache_mib = 64;
+  double exact_max_mib = 2048;  // the exact TTL set runs out of cache only when its estimate fits
+  std::string json;
+  std::uint64_t seed = 0x5eed'b100'6a7eULL;
+  double warmup_ttls = 3;
+  int repetitions = 5;
+  std::uint64_t block_in_cache = 300'000;
+  std::uint64_t block_out_of_cache = 1'000'000;
+  std::uint64_t min_fpr_probes = 1'000'000;  // at least 10 / error rate in any case
+};
+
+// One stream size: keys per TTL and what the stream is for.
+struct StreamPlan {
+  std::string label;  // "in cache", "out of cache", "out of cache (reduced)"
+  std::uint64_t keys_per_ttl = 0;
+  double target_mib = 0;
+  bool measure_quality = false;  // bits per element and FPR (done on the in-cache stream)
+  std::uint64_t block_events = 0;
+};
+
+struct Timing {
+  double median_ns = kNaN;
+  double min_ns = kNaN;
+  double max_ns = kNaN;
+  double present_fraction = kNaN;  // test_and_insert answered "duplicate"
+  std::uint64_t operations = 0;
+};
+
+struct FilterResult {
+  bool available = false;
+  std::string note;  // why it is n/a, or an error
+  double mib = kNaN;
+  Timing timing;
+  std::uint64_t slices = 0;
+  std::uint32_t k = 0;
+  std::uint32_t l = 0;
+  double bits_per_element = kNaN;  // after warm-up (three TTLs)
+  double bits_per_element_mean = kNaN;  // sampled over the following TTL
+  double bits_per_element_max = kNaN;
+  std::uint64_t distinct_in_window = 0;
+  double fpr = kNaN;
+  std::uint64_t fpr_probes = 0;
+  std::uint64_t false_positives = 0;
+  double estimated_fpr = kNaN;  // stats().estimated_fpr at the end
+};
+
+struct SbbfResult {
+  double mib = kNaN;
+  double bits_per_key = kNaN;
+  Timing timing;
+  double fpr = kNaN;
+  std::uint64_t fpr_probes = 0;
+};
+
+struct ExactResult {
+  bool ran = false;
+  std::string note;
+  double mib = kNaN;
+  std::uint64_t entries = 0;
+  double bytes_per_entry = kNaN;
+  Timing timing;
+};
+
+struct Baselines {
+  SbbfResult sbbf;
+  ExactResult exact;
+};
+
+// ------------------------------------------------------------------------------------------------------
+// Measurement helpers.
+
+std::uint64_t warmup_events(const KeyStream& stream, const Config& config) {
+  return static_cast<std::uint64_t>(config.warmup_ttls * static_cast<double>(stream.events_per_ttl()));
+}
+
+std::uint64_t fpr_probe_count(double rate, const Config& config) {
+  const auto minimum = static_cast<std::uint64_t>(std::ceil(10.0 / rate));
+  return std::max(minimum, config.min_fpr_probes);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
+// Times `repetitions` consecutive blocks of the stream. Each block is generated into arrays first, so the
+// timed loop does nothing but call `op`; the filter stays at steady state across blocks.
+template <typename Op>
+Timing time_blocks(KeyStream& stream, std::uint64_t block_events, int repetitions, Op&& op) {
+  std::vector<std::uint64_t> keys(block_events);
+  std::vector<std::int64_t> times(block_events);
+  std::vector<double> per_op;
+  std::uint64_t present = 0;
+  Timing t;
+  for (int r = 0; r < repetitions; ++r) {
+    for (std::uint64_t i = 0; i < block_events; ++i) {
+      const Event e = stream.next();
+      keys[i] = e.key;
+      times[i] = e.now_ns;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < block_events; ++i) present += op(keys[i], times[i]) ? 1U : 0U;
+    const auto stop = std::chrono::steady_clock::now();
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count();
+    per_op.push_back(static_cast<double>(ns) / static_cast<double>(block_events));
+    t.operations += block_events;
+  }
+  t.median_ns = median(per_op);
+  t.min_ns = *std::min_element(per_op.begin(), per_op.end());
+  t.max_ns = *std::max_element(per_op.begin(), per_op.end());
+  t.present_fraction = static_cast<double>(present) / static_cast<double>(t.operations);
+  return t;
+}
+
+TimePoint at(std::int64_t ns) { return filters::from_epoch_nanos(ns); }
+
+FilterOptions options_for(FilterType type, double rate, std::uint64_t keys_per_ttl, std::int64_t ttl_ns) {
+  FilterOptions o;
+  o.type = type;
+  o.error_rate = rate;
+  o.ttl = Duration{ttl_ns};
+  o.expected_per_ttl = keys_per_ttl;
+  o.window = keys_per_ttl;  // age_partitioned: a count window of one TTL's keys
+  return o;
+}
+
+// Keys per TTL at which the time-limited filter for `rate` takes `mib` MiB: its size at creation is
+// proportional to expected_per_ttl, so one small filter calibrates the scale.
+std::uint64_t keys_for_mib(double rate, double mib) {
+  constexpr std::uint64_t kProbeKeys = 1 << 20;
+  const auto filter = filters::make_filter(options_for(FilterType::kTimeLimited, rate, kProbeKeys, 1'000'000'000));
+  const double bits_per_key = static_cast<double>(filter->stats(at(kStartNs)).bits) / kProbeKeys;
+  return std::max<std::uint64_t>(1000, static_cast<std::uint64_t>(mib * kMiB * 8.0 / bits_per_key));
+}
+
+FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan& plan, const Config& config) {
+  FilterResult result;
+  KeyStream stream(plan.keys_per_ttl, config.seed);
+  std::unique_ptr<Filter> filter;
+  try {
+    filter = filters::make_filter(options_for(entry.type, rate, plan.keys_per_ttl, stream.ttl_ns()));
+  } catch (const std::invalid_argument& e) {
+    result.note = e.what();
+    return result;
+  }
+  result.available = true;
+  Filter& f = *filter;
+
+  const std::uint64_t warmup = warmup_events(stream, config);
+  const auto warmup_start = std::chrono::steady_clock::now();
+  for (std::uint64_t i = 0; i < warmup; ++i) {
+    const Event e = stream.next();
+    f.test_and_insert(KeyHash{e.key}, at(e.now_ns));
+  }
+  const double warmup_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_start).count();
+  std::fprintf(stderr, "    warm-up: %" PRIu64 " events in %.1f s (%.0f ns/event)\n", warmup, warmup_s,
+               warmup_s * 1e9 / static_cast<double>(std::max<std::uint64_t>(warmup, 1)));
+  {
+    const filters::FilterStats s = f.stats(stream.now());
+    result.mib = static_cast<double>(s.bits) / 8.0 / kMiB;
+    result.slices = s.slices;
+    result.k = s.k;
+    result.l = s.l;
+    result.distinct_in_window = stream.distinct_in_window();
+    result.bits_per_element = static_cast<double>(s.bits) / static_cast<double>(stream.distinct_in_window());
+  }
+
+  result.timing = time_blocks(stream, plan.block_events, config.repetitions,
+                              [&f](std::uint64_t key, std::int64_t ns) { return f.test_and_insert(KeyHash{key}, at(ns)); });
+
+  if (plan.measure_quality) {
+    // One more TTL of steady input with the probes spread evenly over it, so every phase of a generation
+    // is sampled; bits per element sampled 16 times along the way.
+    const std::uint64_t events = stream.events_per_ttl();
+    const std::uint64_t probes = fpr_probe_count(rate, config);
+    const std::uint64_t sample_every = std::max<std::uint64_t>(1, events / 16);
+    std::uint64_t probed = 0;
+    std::uint64_t positives = 0;
+    double bpe_sum = 0;
+    double bpe_max = 0;
+    int samples = 0;
+    for (std::uint64_t i = 0; i < events; ++i) {
+      const Event e = stream.next();
+      f.test_and_insert(KeyHash{e.key}, at(e.now_ns));
+      const std::uint64_t due = (i + 1) * probes / events;
+      for (; probed < due; ++probed) positives += f.contains(KeyHash{stream.probe_key(probed)}, at(e.now_ns)) ? 1U : 0U;
+      if ((i + 1) % sample_every == 0) {
+        const double bpe = static_cast<double>(f.stats(at(e.now_ns)).bits) /
+                           static_cast<double>(stream.distinct_in_window());
+        bpe_sum += bpe;
+        bpe_max = std::max(bpe_max, bpe);
+        ++samples;
+      }
+    }
+    result.fpr_probes = probed;
+    result.false_positives = positives;
+    result.fpr = static_cast<double>(positives) / static_cast<double>(probed);
+    result.bits_per_element_mean = bpe_sum / samples;
+    result.bits_per_element_max = bpe_max;
+  }
+  result.estimated_fpr = f.stats(stream.now()).estimated_fpr;
+  return result;
+}
+
+// The split-block Bloom filter, sized for one TTL's keys at `rate`. It has no expiry, so it is fed only the
+// last TTL of the warm-up (it is at its design load when timing starts); the timed blocks are the very
+// same events the filters get.
+SbbfResult run_sbbf(double rate, const StreamPlan& plan, const Config& config) {
+  SbbfResult result;
+  KeyStream stream(plan.keys_per_ttl, config.seed);
+  SplitBlockBloom sbbf(plan.keys_per_ttl, rate);
+  const std::uint64_t warmup = warmup_events(stream, config);
+  const std::uint64_t skip = warmup > stream.events_per_ttl() ? warmup - stream.events_per_ttl() : 0;
+  for (std::uint64_t i = 0; i < warmup; ++i) {
+    const Event e = stream.next();
+    if (i >= skip) sbbf.test_and_insert(e.key);
+  }
+  result.mib = static_cast<double>(sbbf.bits()) / 8.0 / kMiB;
+  result.bits_per_key = static_cast<double>(sbbf.bits()) / static_cast<double>(plan.keys_per_ttl);
+  if (plan.measure_quality) {
+    const std::uint64_t probes = fpr_probe_count(rate, config);
+    std::uint64_t positives = 0;
+    for (std::uint64_t i = 0; i < probes; ++i) positives += sbbf.contains(stream.probe_key(i)) ? 1U : 0U;
+    result.fpr_probes = probes;
+    result.fpr = static_cast<double>(positives) / static_cast<double>(probes);
+  }
+  result.timing = time_blocks(stream, plan.block_events, config.repetitions,
+                              [&sbbf](std::uint64_t key, std::int64_t) { return sbbf.test_and_insert(key); });
+  return result;
+}
+
+// The exact TTL set, fed the last 1.5 TTLs of the warm-up (enough for its sweeps to reach steady state),
+// swept every TTL/4. Its memory is read after the timed blocks.
+ExactResult run_exact(const StreamPlan& plan, const Config& config) {
+  ExactResult result;
+  // About 56 bytes per entry at steady state (a 32-byte node, 8-byte buckets, sweep slack): skip sizes that
+  // would take more memory than allowed.
+  const double estimate_mib = 56.0 * 1.25 * static_cast<double>(plan.keys_per_ttl) / kMiB;
+  if (estimate_mib > config.exact_max_mib) {
+    char note[160];
+    std::snprintf(note, sizeof note, "skipped: would need about %.0f MiB (--exact-max-mib=%.0f)", estimate_mib,
+                  config.exact_max_mib);
+    result.note = note;
+    return result;
+  }
+  result.ran = true;
+  KeyStream stream(plan.keys_per_ttl, config.seed);
+  ExactTtlSet set(stream.ttl_ns(), stream.ttl_ns() / 4);
+  const std::uint64_t warmup = warmup_events(stream, config);
+  const std::uint64_t fed = stream.events_per_ttl() * 3 / 2;
+  const std::uint64_t skip = warmup > fed ? warmup - fed : 0;
+  for (std::uint64_t i = 0; i < warmup; ++i) {
+    const Event e = stream.next();
+    if (i >= skip) set.test_and_insert(e.key, e.now_ns);
+  }
+  result.timing = time_blocks(stream, plan.block_events, config.repetitions,
+                              [&set](std::uint64_t key, std::int64_t ns) { return set.test_and_insert(key, ns); });
+  result.mib = static_cast<double>(set.bytes()) / kMiB;
+  result.entries = set.size();
+  result.bytes_per_entry = static_cast<double>(set.bytes()) / static_cast<double>(set.size());
+  return result;
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Reporting.
+
+struct RateReport {
+  double rate = 0;
+  std::vector<StreamPlan> plans;                    // [0] in cache, [1] full out of cache, [2] reduced
+  std::map<std::uint64_t, Baselines> baselines;     // by keys per TTL
+  std::vector<std::pair<const FilterEntry*, FilterResult>> in_cache;
+  std::vector<std::pair<const FilterEntry*, FilterResult>> out_of_cache;
+};
+
+std::string fmt(const char* format, double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+double ratio(double a, double b) { return std::isfinite(a) && std::isfinite(b) && b > 0 ? a / b : kNaN; }
+
+double low_end_bits_per_element(double rate) {
+  // Seed 001 Table 2, low end: 19, 26 and 32 bits per element at 1e-2, 1e-3 and 1e-4.
+  if (std::fabs(rate - 1e-2) < 1e-12) return 19;
+  if (std::fabs(rate - 1e-3) < 1e-12) return 26;
+  if (std::fabs(rate - 1e-4) < 1e-13) return 32;
+  return kNaN;
+}
+
+const StreamPlan& plan_for(const RateReport& r, OutOfCacheSize size) {
+  return size == OutOfCacheSize::kFull ? r.plans[1] : r.plans[2];
+}
+
+void print_rate(const RateReport& r) {
+  std::printf("\n=== error rate %.0e ===\n", r.rate);
+  for (const StreamPlan& p : r.plans) {
+    const KeyStream s(p.keys_per_ttl, 0);
+    std::printf("  stream %-24s %11" PRIu64 " keys/TTL (%" PRIu64 " events/TTL, TTL %.3f s simulated), "
+                "time-limited filter sized ~%.2f MiB\n",
+                (p.label + ":").c_str(), p.keys_per_ttl, s.events_per_ttl(), static_cast<double>(s.ttl_ns()) * 1e-9,
+                p.target_mib);
+  }
+  const Baselines& in_base = r.baselines.at(r.plans[0].keys_per_ttl);
+  const double exact_mib = in_base.exact.mib;
+  std::printf("\n  %-16s | %-32s | %-42s | %-9s %-7s | %-26s %-6s | %-9s\n", "", "in cache", "out of cache", "bits/elem",
+              "", "measured FPR", "", "memory");
+  std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s | %9s %7s | %9s %16s %6s | %9s\n", "filter", "MiB",
+              "ns/op", "xSBBF", "dup%", "MiB", "ns/op", "xSBBF", "dup%", "stream", "", "/log2(1/e)", "FPR",
+              "fp/probes", "/e", "exact/this");
+  for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
+    const FilterEntry& entry = *r.in_cache[i].first;
+    const FilterResult& in = r.in_cache[i].second;
+    const FilterResult& oc = r.out_of_cache[i].second;
+    if (!in.available) {
+      std::printf("  %-16s | n/a (%s)\n", entry.name, in.note.c_str());
+      continue;
+    }
+    const StreamPlan& oc_plan = plan_for(r, entry.out_of_cache);
+    const Baselines& oc_base = r.baselines.at(oc_plan.keys_per_ttl);
+    char probes[40];
+    std::snprintf(probes, sizeof probes, "%" PRIu64 "/%" PRIu64, in.false_positives, in.fpr_probes);
+    std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s | %9s %7s | %9s %16s %6s | %9s\n", entry.name,
+                fmt("%.2f", in.mib).c_str(), fmt("%.1f", in.timing.median_ns).c_str(),
+                fmt("%.2f", ratio(in.timing.median_ns, in_base.sbbf.timing.median_ns)).c_str(),
+                fmt("%.1f", 100 * in.timing.present_fraction).c_str(),
+                oc.available ? fmt("%.1f", oc.mib).c_str() : "n/a", fmt("%.1f", oc.timing.median_ns).c_str(),
+                fmt("%.2f", ratio(oc.timing.median_ns, oc_base.sbbf.timing.median_ns)).c_str(),
+                fmt("%.1f", 100 * oc.timing.present_fraction).c_str(),
+                entry.out_of_cache == OutOfCacheSize::kFull ? "full" : "reduced",
+                fmt("%.2f", in.bits_per_element).c_str(),
+                fmt("%.2f", in.bits_per_element / std::log2(1.0 / r.rate)).c_str(), fmt("%.3e", in.fpr).c_str(),
+                probes, fmt("%.2f", in.fpr / r.rate).c_str(),
+                fmt("%.1f", ratio(exact_mib, in.mib)).c_str());
+    if (!oc.available && !oc.note.empty()) std::printf("  %-16s   out of cache: %s\n", "", oc.note.c_str());
+  }
+  // Baselines, one line per stream they ran on.
+  std::printf("  %-16s\n", "baselines:");
+  for (const StreamPlan& p : r.plans) {
+    const auto it = r.baselines.find(p.keys_per_ttl);
+    if (it == r.baselines.end()) continue;
+    const Baselines& b = it->second;
+    std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op  dup %5s%%  %.2f bits/key", "split_block", p.label.c_str(),
+                b.sbbf.mib, fmt("%.1f", b.sbbf.timing.median_ns).c_str(),
+                fmt("%.1f", 100 * b.sbbf.timing.present_fraction).c_str(), b.sbbf.bits_per_key);
+    if (p.measure_quality) std::printf("  FPR %s at design load", fmt("%.3e", b.sbbf.fpr).c_str());
+    std::printf("\n");
+    if (b.exact.ran) {
+      std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op  dup %5s%%  %" PRIu64 " entries, %.1f bytes/entry (counted)\n",
+                  "exact_ttl_set", p.label.c_str(), b.exact.mib, fmt("%.1f", b.exact.timing.median_ns).c_str(),
+                  fmt("%.1f", 100 * b.exact.timing.present_fraction).c_str(), b.exact.entries, b.exact.bytes_per_entry);
+    } else if (!b.exact.note.empty()) {
+      std::printf("  %-16s   %-24s %s\n", "exact_ttl_set", p.label.c_str(), b.exact.note.c_str());
+    }
+  }
+}
+
+struct Target {
+  std::string name;
+  double reached = kNaN;
+  double limit = kNaN;
+  bool at_most = true;  // reached <= limit passes; otherwise reached >= limit passes
+  std::string unit;
+};
+
+std::vector<Target> targets(const std::vector<RateReport>& reports) {
+  std::vector<Target> out;
+  for (const RateReport& r : reports) {
+    const FilterResult* in = nullptr;
+    const FilterResult* oc = nullptr;
+    for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
+      if (r.in_cache[i].first->type == FilterType::kTimeLimited) {
+        in = &r.in_cache[i].second;
+        oc = &r.out_of_cache[i].second;
+      }
+    }
+    if (in == nullptr || !in->available) continue;
+    char rate[16];
+    std::snprintf(rate, sizeof rate, "%.0e", r.rate);
+    const std::string at_rate = std::string(" @") + rate;
+    out.push_back({"time_limited bits/elem <= Table 2 low end" + at_rate, in->bits_per_element,
+                   low_end_bits_per_element(r.rate), true, ""});
+    out.push_back({"time_limited measured FPR <= 1.1 x target" + at_rate, in->fpr / r.rate, 1.1, true, "x"});
+    const double sbbf_oc = r.baselines.at(r.plans[1].keys_per_ttl).sbbf.timing.median_ns;
+    const double speed = ratio(oc->timing.median_ns, sbbf_oc);
+    out.push_back({"time_limited out of cache <= 4 x SBBF ns/op" + at_rate, speed, 4.0, true, "x"});
+    out.push_back({"  (aim) out of cache <= 2.5 x SBBF ns/op" + at_rate, speed, 2.5, true, "x"});
+    const double exact_mib = r.baselines.at(r.plans[0].keys_per_ttl).exact.mib;
+    out.push_back({"time_limited memory >= 10 x less than exact TTL set" + at_rate, ratio(exact_mib, in->mib), 10.0,
+                   false, "x"});
+  }
+  return out;
+}
+
+bool passes(const Target& t) {
+  return std::isfinite(t.reached) && std::isfinite(t.limit) && (t.at_most ? t.reached <= t.limit : t.reached >= t.limit);
+}
+
+void print_targets(const std::vector<Target>& ts) {
+  std::printf("\n=== targets ===\n  %-62s %12s %10s  %s\n", "target", "reached", "limit", "result");
+  for (const Target& t : ts) {
+    std::printf("  %-62s %11s%1s %9s%1s  %s\n", t.name.c_str(), fmt("%.2f", t.reached).c_str(), t.unit.c_str(),
+                fmt("%.2f", t.limit).c_str(), t.unit.c_str(), passes(t) ? "PASS" : "MISS");
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// JSON (hand-written: flat figures, NaN as null).
+
+class Json {
+ public:
+  void open(const char* key, char bracket) {
+    comma();
+    if (key != nullptr) out_ << '"' << key << "\":";
+    out_ << bracket;
+    first_ = true;
+  }
+  void close(char bracket) {
+    out_ << bracket;
+    first_ = false;
+  }
+  void num(const char* key, double v) {
+    comma();
+    out_ << '"' << key << "\":";
+    if (std::isfinite(v)) {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      out_ << buf;
+    } else {
+      out_ << "null";
+    }
+  }
+  void u64(const char* key, std::uint64_t v) {
+    comma();
+    out_ << '"' << key << "\":" << v;
+  }
+  void str(const char* key, const std::string& v) {
+    comma();
+    out_ << '"' << key << "\":\"";
+    for (char c : v) {
+      if (c == '"' || c == '\\') out_ << '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) out_ << c;
+    }
+    out_ << '"';
+  }
+  void boolean(const char* key, bool v) {
+    comma();
+    out_ << '"' << key << "\":" << (v ? "true" : "false");
+  }
+  std::string text() const { return out_.str(); }
+
+ private:
+  void comma() {
+    if (!first_) out_ << ',';
+    first_ = false;
+  }
+  std::ostringstream out_;
+  bool first_ = true;
+};
+
+void json_timing(Json& j, const char* key, const Timing& t) {
+  j.open(key, '{');
+  j.num("ns_per_op_median", t.median_ns);
+  j.num("ns_per_op_min", t.min_ns);
+  j.num("ns_per_op_max", t.max_ns);
+  j.num("duplicate_fraction", t.present_fraction);
+  j.u64("operations", t.operations);
+  j.close('}');
+}
+
+void json_filter(Json& j, const char* key, const FilterResult& f, double sbbf_ns, double exact_mib) {
+  j.open(key, '{');
+  j.boolean("available", f.available);
+  j.str("note", f.note);
+  if (f.available) {
+    j.num("mib", f.mib);
+    j.u64("slices", f.slices);
+    j.u64("k", f.k);
+    j.u64("l", f.l);
+    json_timing(j, "timing", f.timing);
+    j.num("ns_ratio_vs_split_block", ratio(f.timing.median_ns, sbbf_ns));
+    j.num("bits_per_element", f.bits_per_element);
+    j.num("bits_per_element_mean_next_ttl", f.bits_per_element_mean);
+    j.num("bits_per_element_max_next_ttl", f.bits_per_element_max);
+    j.u64("distinct_keys_in_window", f.distinct_in_window);
+    j.num("measured_fpr", f.fpr);
+    j.u64("fpr_probes", f.fpr_probes);
+    j.u64("false_positives", f.false_positives);
+    j.num("estimated_fpr", f.estimated_fpr);
+    j.num("memory_ratio_exact_over_filter", ratio(exact_mib, f.mib));
+  }
+  j.close('}');
+}
+
+std::string to_json(const Config& config, const std::vector<RateReport>& reports, const std::vector<Target>& ts) {
+  Json j;
+  j.open(nullptr, '{');
+  j.str("benchmark", "filter_bench");
+  j.boolean("quick", config.quick);
+  j.u64("seed", config.seed);
+  j.num("warmup_ttls", config.warmup_ttls);
+  j.num("new_key_fraction", kNewFraction);
+  j.str("exact_ttl_set_memory", "counted: malloc_usable_size + 8 B chunk header per allocation");
+  j.open("rates", '[');
+  for (const RateReport& r : reports) {
+    j.open(nullptr, '{');
+    j.num("error_rate", r.rate);
+    j.open("streams", '[');
+    for (const StreamPlan& p : r.plans) {
+      j.open(nullptr, '{');
+      j.str("label", p.label);
+      j.u64("keys_per_ttl", p.keys_per_ttl);
+      j.num("time_limited_target_mib", p.target_mib);
+      const Baselines& b = r.baselines.at(p.keys_per_ttl);
+      j.open("split_block", '{');
+      j.num("mib", b.sbbf.mib);
+      j.num("bits_per_key", b.sbbf.bits_per_key);
+      j.num("measured_fpr", b.sbbf.fpr);
+      j.u64("fpr_probes", b.sbbf.fpr_probes);
+      json_timing(j, "timing", b.sbbf.timing);
+      j.close('}');
+      j.open("exact_ttl_set", '{');
+      j.boolean("ran", b.exact.ran);
+      j.str("note", b.exact.note);
+      if (b.exact.ran) {
+        j.num("mib", b.exact.mib);
+        j.u64("entries", b.exact.entries);
+        j.num("bytes_per_entry", b.exact.bytes_per_entry);
+        json_timing(j, "timing", b.exact.timing);
+      }
+      j.close('}');
+      j.close('}');
+    }
+    j.close(']');
+    j.open("filters", '[');
+    const Baselines& in_base = r.baselines.at(r.plans[0].keys_per_ttl);
+    for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
+      const FilterEntry& entry = *r.in_cache[i].first;
+      const Baselines& oc_base = r.baselines.at(plan_for(r, entry.out_of_cache).keys_per_ttl);
+      j.open(nullptr, '{');
+      j.str("filter", entry.name);
+      j.str("out_of_cache_stream", plan_for(r, entry.out_of_cache).label);
+      json_filter(j, "in_cache", r.in_cache[i].second, in_base.sbbf.timing.median_ns, in_base.exact.mib);
+      json_filter(j, "out_of_cache", r.out_of_cache[i].second, oc_base.sbbf.timing.median_ns, kNaN);
+      j.close('}');
+    }
+    j.close(']');
+    j.close('}');
+  }
+  j.close(']');
+  j.open("targets", '[');
+  for (const Target& t : ts) {
+    j.open(nullptr, '{');
+    j.str("target", t.name);
+    j.num("reached", t.reached);
+    j.num("limit", t.limit);
+    j.str("result", passes(t) ? "PASS" : "MISS");
+    j.close('}');
+  }
+  j.close(']');
+  j.close('}');
+  return j.text() + "\n";
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Completeness: every figure that should exist must be a finite number.
+
+void require_figure(std::vector<std::string>& missing, const std::string& what, double v) {
+  if (!std::isfinite(v)) missing.push_back(what);
+}
+
+std::vector<std::string> missing_figures(const std::vector<RateReport>& reports) {
+  std::vector<std::string> missing;
+  for (const RateReport& r : reports) {
+    char rate[16];
+    std::snprintf(rate, sizeof rate, "@%.0e ", r.rate);
+    for (const auto& [keys, b] : r.baselines) {
+      require_figure(missing, std::string(rate) + "split_block ns/op", b.sbbf.timing.median_ns);
+      if (b.exact.ran) {
+        require_figure(missing, std::string(rate) + "exact_ttl_set ns/op", b.exact.timing.median_ns);
+        require_figure(missing, std::string(rate) + "exact_ttl_set MiB", b.exact.mib);
+      }
+    }
+    require_figure(missing, std::string(rate) + "exact_ttl_set MiB (in cache stream)",
+                   r.baselines.at(r.plans[0].keys_per_ttl).exact.mib);
+    for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
+      const std::string name = std::string(rate) + r.in_cache[i].first->name;
+      const FilterResult& in = r.in_cache[i].second;
+      const FilterResult& oc = r.out_of_cache[i].second;
+      if (!in.available) continue;  // n/a: make_filter does not build this type
+      require_figure(missing, name + " in-cache ns/op", in.timing.median_ns);
+      require_figure(missing, name + " in-cache MiB", in.mib);
+      require_figure(missing, name + " bits/elem", in.bits_per_element);
+      require_figure(missing, name + " measured FPR", in.fpr);
+      if (oc.available) {
+        require_figure(missing, name + " out-of-cache ns/op", oc.timing.median_ns);
+      } else {
+        missing.push_back(name + " out of cache (" + oc.note + ")");
+      }
+    }
+  }
+  return missing;
+}
+
+// ------------------------------------------------------------------------------------------------------
+
+int run(Config config) {
+  if (config.quick) {
+    config.in_cache_mib = 0.25;
+    config.out_of_cache_mib = std::min(config.out_of_cache_mib, 2.0);
+    config.slow_out_of_cache_mib = std::min(config.slow_out_of_cache_mib, 1.0);
+    config.repetitions = 3;
+    config.block_in_cache = 20'000;
+    config.block_out_of_cache = 20'000;
+    config.min_fpr_probes = 0;
+  }
+  std::vector<const FilterEntry*> entries;
+  for (const std::string& name : config.filters) {
+    const FilterEntry* found = nullptr;
+    for (const FilterEntry& e : kFilterTable) {
+      if (name == e.name) found = &e;
+    }
+    if (found == nullptr) throw std::invalid_argument("unknown filter " + name);
+    entries.push_back(found);
+  }
+
+  std::printf("filter_bench%s: %zu filter(s) x %zu error rate(s); key stream: 64-bit keys (splitmix64 of a counter), "
+              "new/repeat choice from std::mt19937_64 seed %" PRIu64 "\n",
+              config.quick ? " --quick" : "", entries.size(), config.rates.size(), config.seed);
+  std::printf("  %.0f%% new keys, %.0f%% repeats of a key from the last %.0f%% of a TTL; warm-up %.1f TTLs; "
+              "%d timed blocks per figure (median); FPR over one more TTL\n",
+              100 * kNewFraction, 100 * (1 - kNewFraction), 100 * kRepeatReach, config.warmup_ttls,
+              config.repetitions);
+  std::printf("  exact_ttl_set memory is counted (malloc_usable_size + 8 B header per allocation), not estimated\n");
+  std::fflush(stdout);
+
+  std::vector<RateReport> reports;
+  for (double rate : config.rates) {
+    RateReport r;
+    r.rate = rate;
+    r.plans = {
+        {"in cache", keys_for_mib(rate, config.in_cache_mib), config.in_cache_mib, true, config.block_in_cache},
+        {"out of cache", keys_for_mib(rate, config.out_of_cache_mib), config.out_of_cache_mib, false,
+         config.block_out_of_cache},
+        {"out of cache (reduced)", keys_for_mib(rate, config.slow_out_of_cache_mib), config.slow_out_of_cache_mib,
+         false, config.block_out_of_cache},
+    };
+    auto baselines_for = [&](const StreamPlan& plan) {
+      if (r.baselines.count(plan.keys_per_ttl) != 0) return;
+      std::fprintf(stderr, "[%.0e] baselines, %s (%" PRIu64 " keys/TTL)\n", rate, plan.label.c_str(), plan.keys_per_ttl);
+      Baselines b;
+      b.sbbf = run_sbbf(rate, plan, config);
+      b.exact = run_exact(plan, config);
+      r.baselines.emplace(plan.keys_per_ttl, std::move(b));
+    };
+    baselines_for(r.plans[0]);
+    for (const FilterEntry* e : entries) {
+      std::fprintf(stderr, "[%.0e] %s in cache\n", rate, e->name);
+      r.in_cache.emplace_back(e, run_filter(*e, rate, r.plans[0], config));
+    }
+    for (const FilterEntry* e : entries) {
+      const FilterResult& in = r.in_cache[r.out_of_cache.size()].second;
+      if (!in.available) {
+        r.out_of_cache.emplace_back(e, in);
+        continue;
+      }
+      const StreamPlan& plan = plan_for(r, e->out_of_cache);
+      baselines_for(plan);
+      std::fprintf(stderr, "[%.0e] %s %s\n", rate, e->name, plan.label.c_str());
+      try {
+        r.out_of_cache.emplace_back(e, run_filter(*e, rate, plan, config));
+      } catch (const std::bad_alloc&) {
+        FilterResult failed;
+        failed.note = "out of memory";
+        r.out_of_cache.emplace_back(e, failed);
+      }
+    }
+    // Both out-of-cache streams always have their baselines, so the table is complete.
+    baselines_for(r.plans[1]);
+    baselines_for(r.plans[2]);
+    print_rate(r);
+    std::fflush(stdout);
+    reports.push_back(std::move(r));
+  }
+
+  const std::vector<Target> ts = targets(reports);
+  print_targets(ts);
+  std::printf("\nSpeed ratios divide by the split-block Bloom filter timed in the same run on the same stream "
+              "(lower is better);\nmemory ratios divide the exact TTL set's counted bytes by the filter's bits/8 "
+              "for the same window (higher is better).\nTargets are reported, never enforced: a MISS does not "
+              "change the exit code.\n");
+
+  if (!config.json.empty()) {
+    std::ofstream out(config.json);
+    out << to_json(config, reports, ts);
+    if (!out) {
+      std::fprintf(stderr, "filter_bench: cannot write %s\n", config.json.c_str());
+      return 2;
+    }
+  }
+
+  const std::vector<std::string> missing = missing_figures(reports);
+  if (!missing.empty()) {
+    std::fprintf(stderr, "filter_bench: %zu figure(s) missing or not a number:\n", missing.size());
+    for (const std::string& m : missing) std::fprintf(stderr, "  %s\n", m.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace bloomgate::bench
+
+int main(int argc, char** argv) {
+  bloomgate::bench::Config config;
+  for (const auto& e : bloomgate::bench::kFilterTable) config.filters.emplace_back(e.name);
+
+  CLI::App app{"filter_bench: speed, space and FPR of every filter type against a split-block Bloom filter and an "
+               "exact TTL set"};
+  app.add_flag("--quick", config.quick, "small sizes; finishes in well under a minute (smoke test)");
+  app.add_option("--filters", config.filters, "comma-separated filter types (default: all)")->delimiter(',');
+  app.add_option("--rates", config.rates, "comma-separated error rates (default: 1e-2,1e-3,1e-4)")->delimiter(',');
+  app.add_option("--in-cache-mib", config.in_cache_mib, "size of the time-limited filter for the in-cache stream");
+  app.add_option("--out-of-cache-mib", config.out_of_cache_mib,
+                 "size of the time-limited filter for the out-of-cache stream");
+  app.add_option("--slow-out-of-cache-mib", config.slow_out_of_cache_mib,
+                 "time-limited-equivalent size of the reduced out-of-cache stream used by the other filter types");
+  app.add_option("--exact-max-mib", config.exact_max_mib,
+                 "run the exact TTL set on a stream only when it would take at most this much memory");
+  app.add_option("--reps", config.repetitions, "timed blocks per figure (the median is reported)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", config.seed, "seed of the key stream");
+  app.add_option("--json", config.json, "also write every figure as JSON to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  for (double rate : config.rates) {
+    if (!(rate > 0 && rate < 1)) {
+      std::fprintf(stderr, "filter_bench: error rate %g is not in (0, 1)\n", rate);
+      return 2;
+    }
+  }
+  try {
+    return bloomgate::bench::run(config);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "filter_bench: %s\n", e.what());
+    return 2;
+  }
+}

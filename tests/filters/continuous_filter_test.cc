@@ -1,0 +1,479 @@
+// The continuous Bloom filter: lifetimes against an exact TTL set, the 15-tick wrap-around, the
+// false-positive rate at steady state, and its checkpoint records. Every random stream uses a fixed seed
+// (given at each call), so a failure reproduces exactly. Time is driven by the test; nothing is timed.
+#include "bloomgate/filters/continuous_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include "bloomgate/filters/options.h"
+#include "ground_truth.h"
+
+namespace bloomgate::filters {
+namespace {
+
+using testing::ExactTtlSet;
+using testing::Phase;
+using testing::absent_key_name;
+using testing::key_name;
+using testing::milliseconds;
+using testing::run_stream;
+using testing::seconds;
+
+const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
+constexpr Duration kTtl = seconds(10);
+constexpr Duration kTick = seconds(5);  // ttl / 2
+
+FilterOptions continuous_options(double error_rate, std::uint64_t expected, bool refresh = false) {
+  FilterOptions o;
+  o.type = FilterType::kContinuous;
+  o.error_rate = error_rate;
+  o.ttl = kTtl;
+  o.expected_per_ttl = expected;
+  o.refresh_on_duplicate = refresh;
+  return o;
+}
+
+struct StreamOutcome {
+  std::uint64_t events = 0;
+  std::uint64_t false_negatives = 0;
+};
+
+// Checks every answer against what the filter itself recorded: a key it wrote within the TTL must be
+// reported present. (A false positive makes the filter skip a key's write, so the raw stream is not the
+// reference here.)
+StreamOutcome replay(ContinuousFilter& filter, const std::vector<Phase>& phases, double repeat_share,
+                     std::uint64_t recent_keys, bool poisson, std::uint64_t seed, bool refresh) {
+  ExactTtlSet recorded(kTtl, /*refresh=*/true);
+  StreamOutcome out;
+  run_stream(phases, repeat_share, recent_keys, poisson, seed, kStart, [&](std::uint64_t key, TimePoint now) {
+    const bool expected = recorded.present(key, now);
+    const bool reported = filter.test_and_insert(key_name(key), now);
+    if (!reported || refresh) recorded.observe(key, now);
+    ++out.events;
+    if (expected && !reported) ++out.false_negatives;
+  });
+  return out;
+}
+
+class NoFalseNegatives : public ::testing::TestWithParam<bool> {};
+
+TEST_P(NoFalseNegatives, SteadyRate) {
+  const bool refresh = GetParam();
+  ContinuousFilter filter(continuous_options(0.01, 10'000, refresh));
+  const auto out = replay(filter, {{seconds(60), 1000}}, 0.3, 15'000, false, 111, refresh);
+  EXPECT_GT(out.events, 50'000U);
+  EXPECT_EQ(out.false_negatives, 0U);
+}
+
+TEST_P(NoFalseNegatives, RandomRates) {
+  const bool refresh = GetParam();
+  std::mt19937_64 rng(112);
+  std::vector<Phase> phases;
+  for (int i = 0; i < 24; ++i) {
+    phases.push_back({milliseconds(2500), 10.0 * std::pow(10.0, 3.0 * static_cast<double>(rng() % 1000) / 1000.0)});
+  }
+  ContinuousFilter filter(continuous_options(0.01, 1'000, refresh));
+  const auto out = replay(filter, phases, 0.3, 5'000, true, 113, refresh);
+  EXPECT_GT(out.events, 10'000U);
+  EXPECT_EQ(out.false_negatives, 0U);
+}
+
+TEST_P(NoFalseNegatives, BurstsAndSilences) {
+  const bool refresh = GetParam();
+  ContinuousFilter filter(continuous_options(0.001, 1'000, refresh));
+  const std::vector<Phase> phases = {{seconds(30), 100},  {seconds(5), 10'000}, {seconds(20), 100},
+                                     {seconds(2), 20'000}, {seconds(1), 0.5},    {seconds(90), 0.05},
+                                     {seconds(30), 100}};
+  const auto out = replay(filter, phases, 0.4, 3'000, true, 114, refresh);
+  EXPECT_GT(out.events, 50'000U);
+  EXPECT_EQ(out.false_negatives, 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(RefreshOrNot, NoFalseNegatives, ::testing::Bool());
+
+// A key lives from its write to the end of the second tick after it: at least TTL, less than 1.5 TTL.
+TEST(ContinuousFilter, KeyLivesAtLeastTtlAndAtMostOneAndAHalfTtl) {
+  for (const Duration offset : {Duration{0}, Duration{1}, Duration{seconds(1)}, Duration{milliseconds(2500)},
+                                Duration{kTick - Duration{1}}, Duration{seconds(7)}}) {
+    ContinuousFilter filter(continuous_options(0.001, 1'000));
+    filter.test_and_insert(std::string_view("epoch"), kStart);
+    const TimePoint written = kStart + offset;
+    EXPECT_FALSE(filter.test_and_insert(std::string_view("key"), written));
+    EXPECT_TRUE(filter.contains(std::string_view("key"), written + kTtl)) << offset.count();
+    EXPECT_FALSE(filter.contains(std::string_view("key"), written + kTtl + kTtl / 2)) << offset.count();
+    // The same bounds through the mutating path, with the clock moved by other keys.
+    EXPECT_FALSE(filter.test_and_insert(std::string_view("other"), written + kTtl));
+    EXPECT_TRUE(filter.contains(std::string_view("key"), written + kTtl)) << offset.count();
+    EXPECT_FALSE(filter.test_and_insert(std::string_view("later"), written + kTtl + kTtl / 2));
+    EXPECT_FALSE(filter.contains(std::string_view("key"), written + kTtl + kTtl / 2)) << offset.count();
+  }
+  ContinuousFilter filter(continuous_options(0.001, 1'000));
+  filter.test_and_insert(std::string_view("key"), kStart);  // at the very start of tick 0: the longest life
+  EXPECT_TRUE(filter.contains(std::string_view("key"), kStart + 3 * kTick - Duration{1}));
+  EXPECT_FALSE(filter.contains(std::string_view("key"), kStart + 3 * kTick));
+}
+
+TEST(ContinuousFilter, RefreshExtendsOnlyWhenAsked) {
+  for (const bool refresh : {false, true}) {
+    ContinuousFilter filter(continuous_options(0.001, 1'000, refresh));
+    filter.test_and_insert(std::string_view("key"), kStart);
+    EXPECT_TRUE(filter.test_and_insert(std::string_view("key"), kStart + seconds(9)));
+    EXPECT_EQ(filter.contains(std::string_view("key"), kStart + seconds(18)), refresh) << refresh;
+  }
+}
+
+// Slots repeat every 15 ticks. Without the sweep, a key written at tick 0 and untouched since looks fresh
+// again at ticks 15-17, 30-32, ...: every silence below is checked through both paths.
+TEST(ContinuousFilter, StaleCellsNeverLookFreshAfterAnySilence) {
+  for (std::uint64_t silence = 3; silence <= 50; ++silence) {
+    const TimePoint later = kStart + static_cast<std::int64_t>(silence) * kTick + milliseconds(1);
+    ContinuousFilter queried(continuous_options(0.001, 1'000));
+    queried.test_and_insert(std::string_view("old"), kStart);
+    EXPECT_FALSE(queried.contains(std::string_view("old"), later)) << "silence of " << silence << " ticks";
+
+    ContinuousFilter written(continuous_options(0.001, 1'000));
+    written.test_and_insert(std::string_view("old"), kStart);
+    EXPECT_FALSE(written.test_and_insert(std::string_view("new"), later));
+    EXPECT_FALSE(written.contains(std::string_view("old"), later)) << "silence of " << silence << " ticks";
+    EXPECT_FALSE(written.test_and_insert(std::string_view("old"), later)) << "silence of " << silence << " ticks";
+  }
+}
+
+// The same under continuous traffic. Slow traffic leaves the clearing to the whole-array sweep. Fast
+// traffic of new keys overwrites most of the old key's cells anyway; fast traffic that repeats a handful
+// of keys writes almost nothing, so only the incremental sweep stands between the old key and its
+// resurrection at tick 15.
+TEST(ContinuousFilter, StaleCellsNeverLookFreshUnderTraffic) {
+  struct Traffic {
+    double per_second;
+    double repeat_share;
+  };
+  for (const Traffic traffic : {Traffic{0.2, 0.0}, Traffic{1.0, 0.0}, Traffic{50.0, 0.0}, Traffic{400.0, 0.0},
+                                Traffic{400.0, 0.999}}) {
+    ContinuousFilter filter(continuous_options(0.001, 10'000));
+    filter.test_and_insert(std::string_view("old"), kStart);
+    std::uint64_t resurrections = 0;
+    run_stream({{50 * kTick, traffic.per_second}}, traffic.repeat_share, 5, true, 115, kStart,
+               [&](std::uint64_t key, TimePoint now) {
+                 filter.test_and_insert(key_name(key), now);
+                 if (now >= kStart + 3 * kTick && filter.contains(std::string_view("old"), now)) ++resurrections;
+               });
+    EXPECT_EQ(resurrections, 0U) << traffic.per_second << " keys/s, repeat share " << traffic.repeat_share;
+  }
+}
+
+TEST(ContinuousFilter, TimeNeverRunsBackwards) {
+  ContinuousFilter filter(continuous_options(0.01, 1'000));
+  filter.test_and_insert(std::string_view("a"), kStart + seconds(100));
+  // An event stamped 90 s earlier is treated as happening at the latest time seen.
+  EXPECT_FALSE(filter.test_and_insert(std::string_view("b"), kStart + seconds(10)));
+  EXPECT_TRUE(filter.contains(std::string_view("b"), kStart + seconds(110)));
+  EXPECT_FALSE(filter.contains(std::string_view("b"), kStart + seconds(115)));
+  EXPECT_TRUE(filter.test_and_insert(std::string_view("a"), kStart));
+  EXPECT_TRUE(filter.contains(std::string_view("a"), kStart - seconds(1000)));
+}
+
+TEST(ContinuousFilter, ExtremeTimestampsDoNotOverflow) {
+  ContinuousFilter filter(continuous_options(0.01, 1'000));
+  const TimePoint earliest = from_epoch_nanos(std::numeric_limits<std::int64_t>::min());
+  const TimePoint latest = from_epoch_nanos(std::numeric_limits<std::int64_t>::max());
+  EXPECT_FALSE(filter.test_and_insert(std::string_view("old"), earliest));
+  EXPECT_TRUE(filter.contains(std::string_view("old"), earliest));
+  EXPECT_FALSE(filter.contains(std::string_view("old"), latest));
+  EXPECT_FALSE(filter.test_and_insert(std::string_view("future"), latest));
+  EXPECT_FALSE(filter.contains(std::string_view("old"), latest));
+  EXPECT_TRUE(filter.test_and_insert(std::string_view("future"), latest));
+  EXPECT_TRUE(filter.contains(std::string_view("future"), kStart)) << "clamped to the latest time seen";
+  const auto stats = filter.stats(latest);
+  EXPECT_GE(stats.elements, 1U);
+}
+
+TEST(ContinuousFilter, EmptyTinyAndHugeKeys) {
+  ContinuousFilter filter(continuous_options(0.001, 1'000));
+  const std::string huge(1 << 20, 'x');
+  for (const std::string& key : {std::string(), std::string("a"), std::string(1, '\0'), huge}) {
+    EXPECT_FALSE(filter.test_and_insert(key, kStart)) << key.size();
+    EXPECT_TRUE(filter.test_and_insert(key, kStart + seconds(1))) << key.size();
+  }
+  EXPECT_FALSE(filter.contains(huge + "y", kStart));
+}
+
+TEST(ContinuousFilter, SizedForOneAndAHalfTtlOfKeys) {
+  ContinuousFilter filter(continuous_options(0.01, 10'000));
+  const double live = 15'000;
+  const double ln2 = std::log(2.0);
+  EXPECT_EQ(filter.cells(), static_cast<std::uint64_t>(std::ceil(-live * std::log(0.01) / (ln2 * ln2))));
+  EXPECT_EQ(filter.probes(), 7U);
+}
+
+struct FprRun {
+  std::uint64_t probes = 0;
+  std::uint64_t false_positives = 0;
+  double rate() const { return static_cast<double>(false_positives) / static_cast<double>(probes); }
+};
+
+class SteadyStateFpr : public ::testing::TestWithParam<double> {};
+
+// expected_per_ttl keys per TTL for 8 TTLs, measured over the last 5: once across all phases of a tick
+// (one batch of probes per event), and once at the end of every tick, where 1.5 TTL of keys are live and
+// the sizing puts the rate at its target.
+TEST_P(SteadyStateFpr, WithinTenPercentOfTarget) {
+  const double target = GetParam();
+  constexpr std::uint64_t kExpected = 5'000;
+  ContinuousFilter filter(continuous_options(target, kExpected));
+  const TimePoint measure_from = kStart + 3 * kTtl;
+  const auto per_event = static_cast<std::uint64_t>(std::ceil(200.0 / target / (5.0 * kExpected)));
+  const auto per_tick_end = static_cast<std::uint64_t>(std::ceil(2000.0 / target / 10.0));
+  FprRun across, at_tick_end;
+  std::uint64_t next_probe = 0;
+  auto probe = [&](FprRun& run, std::uint64_t count, TimePoint now) {
+    for (std::uint64_t i = 0; i < count; ++i, ++run.probes) {
+      if (filter.contains(absent_key_name(next_probe++), now)) ++run.false_positives;
+    }
+  };
+  TimePoint previous = kStart;
+  run_stream({{8 * kTtl, static_cast<double>(kExpected) / 10.0}}, 0.0, 1, false, 116, kStart,
+             [&](std::uint64_t key, TimePoint now) {
+               const bool new_tick = (now - kStart) / kTick != (previous - kStart) / kTick;
+               if (previous >= measure_from && new_tick) probe(at_tick_end, per_tick_end, previous);
+               filter.test_and_insert(key_name(key), now);
+               if (now >= measure_from) probe(across, per_event, now);
+               previous = now;
+             });
+  ASSERT_GE(across.probes, static_cast<std::uint64_t>(10 / target));
+  ASSERT_GE(at_tick_end.probes, static_cast<std::uint64_t>(10 / target));
+  std::printf("target %.0e: measured FPR %.3e across ticks (%llu probes), %.3e at tick ends (%llu probes)\n",
+              target, across.rate(), static_cast<unsigned long long>(across.probes), at_tick_end.rate(),
+              static_cast<unsigned long long>(at_tick_end.probes));
+  EXPECT_LE(across.rate(), 1.1 * target);
+  EXPECT_LE(at_tick_end.rate(), 1.1 * target);
+  const auto stats = filter.stats(previous);
+  EXPECT_LE(stats.estimated_fpr, 1.2 * target);
+}
+
+INSTANTIATE_TEST_SUITE_P(ErrorRates, SteadyStateFpr, ::testing::Values(1e-2, 1e-3));
+
+TEST(ContinuousFilter, StatsDescribeTheFilter) {
+  ContinuousFilter filter(continuous_options(0.001, 10'000));
+  run_stream({{seconds(40), 1000}}, 0.0, 1, false, 117, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  // The epoch is the first event, 1 ms after kStart: at 40 s tick 7 is ending and the keys of ticks 5 to 7
+  // are live, the peak the filter is sized for; one second later only ticks 6 and 7 are.
+  const auto peak = filter.stats(kStart + seconds(40));
+  EXPECT_EQ(peak.type, FilterType::kContinuous);
+  EXPECT_EQ(peak.k, filter.probes());
+  EXPECT_EQ(peak.l, 0U);
+  EXPECT_EQ(peak.bits, 4 * filter.cells());
+  EXPECT_EQ(peak.slices, peak.slice_stats.size());
+  EXPECT_EQ(peak.slices, (filter.cells() / 16 + 8191) / 8192);
+  EXPECT_NEAR(static_cast<double>(peak.elements), 15'000.0, 500.0);
+  EXPECT_NEAR(peak.bits_per_element, static_cast<double>(peak.bits) / static_cast<double>(peak.elements), 1e-9);
+  EXPECT_EQ(peak.target_fpr, 0.001);
+  EXPECT_NEAR(peak.estimated_fpr, 0.001, 0.0002);
+  ASSERT_TRUE(peak.effective_window.has_value());
+  EXPECT_EQ(*peak.effective_window, kTtl);
+
+  const auto after = filter.stats(kStart + seconds(41));
+  EXPECT_NEAR(static_cast<double>(after.elements), 10'000.0, 500.0);
+  EXPECT_GT(after.estimated_fpr, 0.0);
+  EXPECT_LT(after.estimated_fpr, 0.001);
+  EXPECT_EQ(filter.stats(kStart + seconds(60)).elements, 0U) << "everything expired";
+}
+
+TEST(ContinuousFilter, QueriesDoNotChangeState) {
+  ContinuousFilter filter(continuous_options(0.01, 1'000));
+  for (int i = 0; i < 5000; ++i) filter.test_and_insert(key_name(i), kStart + milliseconds(i));
+  const std::string before = serialize(filter);
+  for (int i = 0; i < 5000; ++i) (void)filter.contains(key_name(i), kStart + seconds(1000));
+  (void)filter.stats(kStart + seconds(1000));
+  EXPECT_EQ(serialize(filter), before);
+}
+
+using Store = std::map<std::uint64_t, std::string>;
+
+SliceLookup lookup_in(const Store& store) {
+  return [&store](std::uint64_t id) -> std::optional<std::string> {
+    const auto it = store.find(id);
+    return it == store.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+std::unique_ptr<Filter> restore_from(const std::string& meta_record, const Store& store) {
+  return ContinuousFilter::restore(decode_single_record(meta_record), lookup_in(store));
+}
+
+TEST(ContinuousFilter, RoundTripThroughCheckpointRecords) {
+  ContinuousFilter filter(continuous_options(0.01, 1'000'000, /*refresh=*/true));
+  Store store;
+  auto persist = [&](ImageScope scope) {
+    const FilterImage image = filter.image(scope);
+    for (const auto& slice : image.slices) store[slice.id] = slice.record;
+    EXPECT_TRUE(image.dropped_slice_ids.empty());
+    filter.mark_persisted();
+    return image;
+  };
+  run_stream({{seconds(15), 2000}}, 0.2, 1000, true, 118, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  const FilterImage full = persist(ImageScope::kFull);
+  const std::size_t pages = full.slices.size();
+  ASSERT_GT(pages, 100U);
+  const TimePoint later = kStart + seconds(15);
+  filter.test_and_insert(std::string_view("one more"), later);
+  const FilterImage delta = persist(ImageScope::kChangedSinceLastPersist);
+  EXPECT_LE(delta.slices.size(), filter.probes() + 2U) << "only the pages written or swept change";
+
+  const auto restored = restore_from(delta.meta, store);
+  ASSERT_EQ(restored->type(), FilterType::kContinuous);
+  EXPECT_EQ(serialize(*restored), serialize(filter));
+  // Both go on identically, sweep included.
+  run_stream({{seconds(40), 500}}, 0.3, 1000, true, 119, later, [&](std::uint64_t key, TimePoint now) {
+    ASSERT_EQ(restored->test_and_insert(key_name(key), now), filter.test_and_insert(key_name(key), now)) << key;
+  });
+  EXPECT_EQ(serialize(*restored), serialize(filter));
+
+  ContinuousFilter unused(continuous_options(0.01, 1'000));
+  Store unused_store;
+  const FilterImage unused_image = unused.image(ImageScope::kFull);
+  for (const auto& slice : unused_image.slices) unused_store[slice.id] = slice.record;
+  EXPECT_EQ(serialize(*restore_from(unused_image.meta, unused_store)), serialize(unused));
+}
+
+// Re-wraps a record around another payload, with a valid checksum, so that the filter's own validation is
+// what must reject it.
+std::string with_payload(const std::string& record, const std::string& payload) {
+  const Record rec = decode_single_record(record);
+  return encode_record(rec.kind, rec.type, rec.slice_id, payload);
+}
+
+std::string payload_of(const std::string& record) { return std::string(decode_single_record(record).payload); }
+
+template <typename T>
+std::string patched(std::string payload, std::size_t offset, T value) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    payload[offset + i] = static_cast<char>((static_cast<std::uint64_t>(value) >> (8 * i)) & 0xFF);
+  }
+  return payload;
+}
+
+std::string patched_f64(const std::string& payload, std::size_t offset, double value) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return patched(payload, offset, bits);
+}
+
+class ContinuousCorruption : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 20'000; ++i) filter_.test_and_insert(key_name(i), kStart + milliseconds(i));
+    const FilterImage image = filter_.image(ImageScope::kFull);
+    meta_ = image.meta;
+    for (const auto& slice : image.slices) store_[slice.id] = slice.record;
+    ASSERT_GE(store_.size(), 2U);
+  }
+
+  void expect_rejected_meta(const std::string& payload, const char* what) {
+    EXPECT_THROW(restore_from(with_payload(meta_, payload), store_), FormatError) << what;
+  }
+
+  void expect_rejected_page(std::uint64_t id, const std::optional<std::string>& record, const char* what) {
+    Store store = store_;
+    if (record) {
+      store[id] = *record;
+    } else {
+      store.erase(id);
+    }
+    EXPECT_THROW(restore_from(meta_, store), FormatError) << what;
+  }
+
+  ContinuousFilter filter_{continuous_options(0.001, 100'000)};
+  std::string meta_;
+  Store store_;
+};
+
+// Offsets of the metadata payload fields; see continuous_filter.cc.
+constexpr std::size_t kCellsAt = 0, kProbesAt = 8, kExpectedAt = 12, kErrorRateAt = 20, kTtlAt = 28,
+                      kRefreshAt = 36, kSeenAt = 37, kLatestAt = 46, kTickAt = 54, kCursorAt = 62,
+                      kPassStartAt = 70, kWordsAt = 78, kMetaSize = 86;
+
+TEST_F(ContinuousCorruption, IntactRecordsRestore) {
+  EXPECT_EQ(payload_of(meta_).size(), kMetaSize);
+  EXPECT_EQ(serialize(*restore_from(meta_, store_)), serialize(filter_));
+}
+
+TEST_F(ContinuousCorruption, TruncatedOrPaddedMetadataIsRejected) {
+  const std::string payload = payload_of(meta_);
+  for (std::size_t length = 0; length < payload.size(); ++length) {
+    expect_rejected_meta(payload.substr(0, length), "truncated");
+  }
+  expect_rejected_meta(payload + '\0', "trailing byte");
+  std::string raw = meta_;
+  raw[raw.size() / 2] ^= 0x01;
+  EXPECT_THROW(restore_from(raw, store_), FormatError) << "checksum";
+  EXPECT_THROW(restore_from(meta_.substr(0, meta_.size() - 1), store_), FormatError) << "cut record";
+}
+
+TEST_F(ContinuousCorruption, ImpossibleMetadataValuesAreRejected) {
+  const std::string p = payload_of(meta_);
+  const std::uint64_t cells = filter_.cells();
+  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, 0), "no cells");
+  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, cells + 1), "cells off by one");
+  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, std::uint64_t{1} << 62), "huge cell count");
+  expect_rejected_meta(patched<std::uint32_t>(p, kProbesAt, 0), "no probes");
+  expect_rejected_meta(patched<std::uint32_t>(p, kProbesAt, filter_.probes() + 1), "probes off by one");
+  expect_rejected_meta(patched<std::uint64_t>(p, kExpectedAt, 0), "expected 0");
+  expect_rejected_meta(patched<std::uint64_t>(p, kExpectedAt, std::uint64_t{1} << 60), "huge expected");
+  expect_rejected_meta(patched_f64(p, kErrorRateAt, 0.0), "error rate 0");
+  expect_rejected_meta(patched_f64(p, kErrorRateAt, 1.0), "error rate 1");
+  expect_rejected_meta(patched_f64(p, kErrorRateAt, std::nan("")), "error rate NaN");
+  expect_rejected_meta(patched<std::int64_t>(p, kTtlAt, 0), "ttl 0");
+  expect_rejected_meta(patched<std::int64_t>(p, kTtlAt, -1), "negative ttl");
+  expect_rejected_meta(patched<std::uint8_t>(p, kRefreshAt, 2), "refresh flag");
+  expect_rejected_meta(patched<std::uint8_t>(p, kSeenAt, 2), "seen flag");
+  expect_rejected_meta(patched<std::uint8_t>(p, kSeenAt, 0), "unused filter with a clock");
+  expect_rejected_meta(patched<std::int64_t>(p, kLatestAt, to_epoch_nanos(kStart) - 1), "latest before epoch");
+  expect_rejected_meta(patched<std::uint64_t>(p, kTickAt, 1'000), "tick does not match time");
+  expect_rejected_meta(patched<std::uint64_t>(p, kCursorAt, std::uint64_t{1} << 40), "cursor past the end");
+  expect_rejected_meta(patched<std::uint64_t>(p, kPassStartAt, 1'000), "pass starts after now");
+  expect_rejected_meta(patched<std::uint64_t>(p, kWordsAt, (cells + 15) / 16 + 1), "word count");
+  expect_rejected_meta(patched<std::uint64_t>(p, kWordsAt, std::uint64_t{1} << 62), "huge word count");
+}
+
+TEST_F(ContinuousCorruption, BadPageRecordsAreRejected) {
+  const std::string first = store_.at(1);
+  const std::string last = store_.rbegin()->second;
+  const std::uint64_t last_id = store_.rbegin()->first;
+  expect_rejected_page(1, std::nullopt, "missing first page");
+  expect_rejected_page(last_id, std::nullopt, "missing last page");
+  expect_rejected_page(1, first.substr(0, first.size() - 3), "truncated record");
+  std::string flipped = first;
+  flipped[40] ^= 0x10;
+  expect_rejected_page(1, flipped, "checksum");
+  const std::string words = payload_of(first);
+  expect_rejected_page(1, with_payload(first, words.substr(0, words.size() - 8)), "short page");
+  expect_rejected_page(1, with_payload(first, words + std::string(8, '\0')), "long page");
+  expect_rejected_page(1, encode_record(RecordKind::kSlice, FilterType::kContinuous, 2, words), "wrong slice id");
+  expect_rejected_page(1, encode_record(RecordKind::kSlice, FilterType::kSpectral, 1, words), "wrong type");
+  expect_rejected_page(1, encode_record(RecordKind::kMeta, FilterType::kContinuous, 1, words), "wrong kind");
+  // The filter's last word has padding cells past the last real one; they must be empty.
+  ASSERT_NE(filter_.cells() % 16, 0U);
+  std::string last_words = payload_of(last);
+  last_words[last_words.size() - 1] = static_cast<char>(0x10);
+  expect_rejected_page(last_id, with_payload(last, last_words), "padding cell set");
+}
+
+TEST_F(ContinuousCorruption, MetadataOfAnotherTypeIsRejected) {
+  const Record rec = decode_single_record(meta_);
+  const std::string as_spectral = encode_record(RecordKind::kMeta, FilterType::kSpectral, 0, rec.payload);
+  EXPECT_THROW(restore_from(as_spectral, store_), FormatError);
+  const std::string as_slice = encode_record(RecordKind::kSlice, FilterType::kContinuous, 0, rec.payload);
+  EXPECT_THROW(restore_from(as_slice, store_), FormatError);
+}
+
+}  // namespace
+}  // namespace bloomgate::filters

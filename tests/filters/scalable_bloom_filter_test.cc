@@ -1,0 +1,461 @@
+// Unit tests of the scalable Bloom filter: the growth rule, the compound false-positive bound through
+// eleven growth steps (seed 003's example), persistence of only the newest sub-filter, and rejection of
+// corrupt records.
+//
+// Keys are deterministic strings built from the fixed seed kSeed and a counter, so every run inserts and
+// queries the same keys and prints the same figures. No test measures time.
+#include "bloomgate/filters/scalable_bloom_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "bloomgate/filters/format.h"
+#include "bloomgate/filters/options.h"
+
+namespace bloomgate::filters {
+namespace {
+
+constexpr TimePoint kNow{};  // the filter ignores time
+constexpr std::uint64_t kSeed = 0x5eed0003;
+
+std::string key(std::string_view kind, std::uint64_t i) {
+  return std::string(kind) + "/" + std::to_string(kSeed) + "/" + std::to_string(i);
+}
+
+FilterOptions scalable_options(std::uint64_t initial_capacity, double error_rate, std::uint32_t growth,
+                               double tightening = 0.9) {
+  FilterOptions options;
+  options.type = FilterType::kScalable;
+  options.expected_per_ttl = initial_capacity;
+  options.error_rate = error_rate;
+  options.growth = growth;
+  options.tightening = tightening;
+  return options;
+}
+
+double measured_fpr(const Filter& filter, std::string_view kind, std::uint64_t queries) {
+  std::uint64_t hits = 0;
+  for (std::uint64_t i = 0; i < queries; ++i) {
+    if (filter.contains(key(kind, i), kNow)) ++hits;
+  }
+  return static_cast<double>(hits) / static_cast<double>(queries);
+}
+
+// Inserts fresh keys "present/<i>" from *next_key on until the filter has accepted `target` insertions in
+// total (keys taken for false positives are not inserted and do not count).
+void insert_until(Filter& filter, std::uint64_t target, std::uint64_t& inserted, std::uint64_t& next_key) {
+  while (inserted < target) {
+    if (!filter.test_and_insert(key("present", next_key++), kNow)) ++inserted;
+  }
+}
+
+// A checkpoint store: the latest metadata record and slice records by id.
+struct Store {
+  std::string meta;
+  std::map<std::uint64_t, std::string> slices;
+
+  void apply(const FilterImage& image) {
+    meta = image.meta;
+    for (const auto& slice : image.slices) slices[slice.id] = slice.record;
+    for (std::uint64_t id : image.dropped_slice_ids) slices.erase(id);
+  }
+  SliceLookup lookup() const {
+    return [this](std::uint64_t id) -> std::optional<std::string> {
+      const auto it = slices.find(id);
+      if (it == slices.end()) return std::nullopt;
+      return it->second;
+    };
+  }
+  std::unique_ptr<Filter> restore() const {
+    return ScalableBloomFilter::restore(decode_single_record(meta), lookup());
+  }
+};
+
+Store persisted(const Filter& filter) {
+  Store store;
+  store.apply(filter.image(ImageScope::kFull));
+  return store;
+}
+
+std::vector<std::uint64_t> slice_ids(const FilterImage& image) {
+  std::vector<std::uint64_t> ids;
+  for (const auto& slice : image.slices) ids.push_back(slice.id);
+  return ids;
+}
+
+// Re-encodes a record with an edited payload: the checksum stays valid, so only the filter's own
+// validation can reject it.
+std::string with_payload(const std::string& record, const std::function<void(std::string&)>& edit) {
+  const Record rec = decode_single_record(record);
+  std::string payload(rec.payload);
+  edit(payload);
+  return encode_record(rec.kind, rec.type, rec.slice_id, payload);
+}
+
+void put_le(std::string& payload, std::size_t offset, std::uint64_t value, std::size_t width) {
+  for (std::size_t i = 0; i < width; ++i) {
+    payload.at(offset + i) = static_cast<char>((value >> (8 * i)) & 0xFF);
+  }
+}
+
+std::uint64_t double_bits(double value) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+// Metadata payload offsets, as documented in scalable_bloom_filter.h.
+constexpr std::size_t kInitialCapacityAt = 0;
+constexpr std::size_t kErrorAt = 8;
+constexpr std::size_t kGrowthAt = 16;
+constexpr std::size_t kTighteningAt = 20;
+constexpr std::size_t kCountAt = 28;
+constexpr std::size_t sub_filter_at(std::size_t index) { return 32 + 36 * index; }
+constexpr std::size_t kSubCapacity = 0;
+constexpr std::size_t kSubError = 8;
+constexpr std::size_t kSubProbes = 16;
+constexpr std::size_t kSubSliceBits = 20;
+constexpr std::size_t kSubInsertions = 28;
+
+void expect_equal_stats(const Filter& a, const Filter& b) {
+  const FilterStats sa = a.stats(kNow);
+  const FilterStats sb = b.stats(kNow);
+  EXPECT_EQ(sa.k, sb.k);
+  EXPECT_EQ(sa.slices, sb.slices);
+  EXPECT_EQ(sa.bits, sb.bits);
+  EXPECT_EQ(sa.elements, sb.elements);
+  EXPECT_EQ(sa.target_fpr, sb.target_fpr);
+  EXPECT_EQ(sa.estimated_fpr, sb.estimated_fpr);
+  ASSERT_EQ(sa.slice_stats.size(), sb.slice_stats.size());
+  for (std::size_t i = 0; i < sa.slice_stats.size(); ++i) {
+    EXPECT_EQ(sa.slice_stats[i].id, sb.slice_stats[i].id);
+    EXPECT_EQ(sa.slice_stats[i].insertions, sb.slice_stats[i].insertions);
+    EXPECT_EQ(sa.slice_stats[i].fill_ratio, sb.slice_stats[i].fill_ratio);
+  }
+}
+
+struct GrowthCase {
+  std::uint32_t growth;
+  std::uint64_t initial_capacity;
+  double error_rate;
+};
+
+class ScalableGrowth : public ::testing::TestWithParam<GrowthCase> {};
+
+// Seed 003's check: start small and grow eleven times, the compound FPR stays below P. The FPR is measured
+// at each step's worst moment, with the newest sub-filter exactly full, then with eleven sub-filters.
+TEST_P(ScalableGrowth, FprBoundHoldsThroughElevenGrowthSteps) {
+  const GrowthCase c = GetParam();
+  ScalableBloomFilter filter(scalable_options(c.initial_capacity, c.error_rate, c.growth));
+  std::uint64_t inserted = 0;
+  std::uint64_t next_key = 0;
+  std::uint64_t capacity = c.initial_capacity;
+  std::uint64_t full_at = 0;
+  const auto step_queries = static_cast<std::uint64_t>(200.0 / c.error_rate);
+  for (std::uint64_t sub_filters = 1; sub_filters <= 10; ++sub_filters, capacity *= c.growth) {
+    full_at += capacity;
+    insert_until(filter, full_at, inserted, next_key);
+    const FilterStats stats = filter.stats(kNow);
+    ASSERT_EQ(stats.slices, sub_filters);
+    const double measured = measured_fpr(filter, "absent-" + std::to_string(sub_filters), step_queries);
+    std::cout << "[ figures  ] scalable s=" << c.growth << " n0=" << c.initial_capacity
+              << " P=" << c.error_rate << " sub-filters=" << sub_filters
+              << " (newest full) insertions=" << inserted << " measured FPR=" << measured
+              << " estimated=" << stats.estimated_fpr << "\n";
+    EXPECT_LE(measured, c.error_rate);
+    EXPECT_LE(stats.estimated_fpr, c.error_rate);
+  }
+
+  insert_until(filter, full_at + 1, inserted, next_key);
+  const FilterStats stats = filter.stats(kNow);
+  ASSERT_EQ(stats.slices, 11U);
+  const auto queries = static_cast<std::uint64_t>(2000.0 / c.error_rate);
+  const double measured = measured_fpr(filter, "absent-final", queries);
+  std::cout << "[ figures  ] scalable s=" << c.growth << " n0=" << c.initial_capacity << " P=" << c.error_rate
+            << " after 11 sub-filters: insertions=" << inserted << " keys offered=" << next_key
+            << " bits/key=" << stats.bits_per_element << " compound measured FPR=" << measured << " ("
+            << measured / c.error_rate << " x P) over " << queries
+            << " absent keys, estimated=" << stats.estimated_fpr << "\n";
+  EXPECT_LE(measured, c.error_rate);
+  EXPECT_LE(stats.estimated_fpr, c.error_rate);
+  EXPECT_NEAR(stats.estimated_fpr, measured, 0.15 * measured);
+  for (std::uint64_t i = 0; i < next_key; ++i) ASSERT_TRUE(filter.contains(key("present", i), kNow)) << i;
+}
+
+// n0 = 4 for growth 4 keeps the eleventh sub-filter at 4 * 4^10 keys (11 MiB) and the test short.
+INSTANTIATE_TEST_SUITE_P(GrowthFactors, ScalableGrowth,
+                         ::testing::Values(GrowthCase{2, 1000, 1e-3}, GrowthCase{2, 100, 1e-2},
+                                           GrowthCase{4, 4, 1e-3}),
+                         [](const ::testing::TestParamInfo<GrowthCase>& case_info) {
+                           return "s" + std::to_string(case_info.param.growth) + "_n" +
+                                  std::to_string(case_info.param.initial_capacity) + "_P" +
+                                  std::to_string(
+                                      static_cast<int>(std::lround(-std::log10(case_info.param.error_rate))));
+                         });
+
+TEST(ScalableBloomFilter, SubFilterCountFollowsCapacities) {
+  // Seed 003: n0 = 50, P = 0.05, s = 2; 100 insertions take two sub-filters.
+  ScalableBloomFilter filter(scalable_options(50, 0.05, 2));
+  std::uint64_t inserted = 0;
+  std::uint64_t next_key = 0;
+  EXPECT_EQ(filter.stats(kNow).slices, 1U);
+  insert_until(filter, 100, inserted, next_key);
+  EXPECT_EQ(filter.stats(kNow).slices, 2U);
+
+  // Sub-filter j holds 50 * 2^j keys; the next one appears with the insertion after they are all full.
+  std::uint64_t full_at = 150;  // sub-filters 0 and 1
+  insert_until(filter, full_at, inserted, next_key);
+  EXPECT_EQ(filter.stats(kNow).slices, 2U);
+  insert_until(filter, full_at + 1, inserted, next_key);
+  EXPECT_EQ(filter.stats(kNow).slices, 3U);
+  for (std::uint64_t sub_filters = 3; sub_filters <= 6; ++sub_filters) {
+    full_at += 50 * (std::uint64_t{1} << (sub_filters - 1));
+    insert_until(filter, full_at, inserted, next_key);
+    EXPECT_EQ(filter.stats(kNow).slices, sub_filters);
+    insert_until(filter, full_at + 1, inserted, next_key);
+    EXPECT_EQ(filter.stats(kNow).slices, sub_filters + 1);
+  }
+
+  const FilterStats stats = filter.stats(kNow);
+  ASSERT_EQ(stats.slice_stats.size(), 7U);
+  std::uint64_t bits = 0;
+  for (std::size_t i = 0; i < stats.slice_stats.size(); ++i) {
+    const SliceStats& slice = stats.slice_stats[i];  // newest first
+    const std::uint64_t index = 6 - i;
+    EXPECT_EQ(slice.id, index + 1);
+    EXPECT_EQ(slice.insertions, index == 6 ? 1U : 50U << index);
+    bits += slice.bits;
+  }
+  EXPECT_EQ(stats.bits, bits);
+  EXPECT_EQ(stats.elements, inserted);
+  EXPECT_EQ(stats.type, FilterType::kScalable);
+  EXPECT_EQ(stats.l, 0U);
+  EXPECT_EQ(stats.target_fpr, 0.05);
+  EXPECT_LT(stats.estimated_fpr, 0.05);
+  EXPECT_FALSE(stats.effective_window.has_value());
+}
+
+TEST(ScalableBloomFilter, SubFilterSizingFollowsTheRule) {
+  // n0 = 1000, P = 1e-3, r = 0.9: sub-filter 0 has error 1e-4, k = 14 and 1408-bit slices raised to
+  // the 4096-bit minimum.
+  ScalableBloomFilter filter(scalable_options(1000, 1e-3, 2));
+  EXPECT_EQ(filter.stats(kNow).k, 14U);
+  EXPECT_EQ(filter.stats(kNow).bits, 14U * 4096U);
+  // Sub-filter 5 has capacity 32,000, error 1e-4 * 0.9^5 = 5.9e-5, k = 15 and 43,264-bit slices.
+  std::uint64_t inserted = 0;
+  std::uint64_t next_key = 0;
+  insert_until(filter, 1000 * 31 + 1, inserted, next_key);
+  const FilterStats stats = filter.stats(kNow);
+  ASSERT_EQ(stats.slices, 6U);
+  EXPECT_EQ(stats.k, 15U);
+  EXPECT_EQ(stats.slice_stats.front().bits, 15U * 43'264U);
+}
+
+TEST(ScalableBloomFilter, RejectsBadOptions) {
+  EXPECT_THROW(ScalableBloomFilter{scalable_options(100, 1e-3, 3)}, std::invalid_argument);
+  EXPECT_THROW(ScalableBloomFilter{scalable_options(100, 1e-3, 2, 1.0)}, std::invalid_argument);
+  EXPECT_THROW(ScalableBloomFilter{scalable_options(std::uint64_t{1} << 40, 1e-3, 2)}, std::invalid_argument);
+}
+
+TEST(ScalableBloomFilter, GrowthStopsAtTheProbeLimit) {
+  // With r = 1e-6 the errors fall by 10^6 per step: sub-filter 4 would need 81 probes, so growth stops at
+  // four sub-filters (capacities 1, 2, 4, 8) and the newest absorbs the rest.
+  ScalableBloomFilter filter(scalable_options(1, 0.5, 2, 1e-6));
+  std::uint64_t inserted = 0;
+  std::uint64_t next_key = 0;
+  insert_until(filter, 200, inserted, next_key);
+  const FilterStats stats = filter.stats(kNow);
+  EXPECT_EQ(stats.slices, 4U);
+  EXPECT_EQ(stats.slice_stats.front().insertions, 200U - 7U);
+  EXPECT_EQ(stats.k, 61U);
+  for (std::uint64_t i = 0; i < next_key; ++i) ASSERT_TRUE(filter.contains(key("present", i), kNow));
+  const auto restored = persisted(filter).restore();  // the overfull newest sub-filter is valid
+  expect_equal_stats(filter, *restored);
+}
+
+TEST(ScalableBloomFilter, EmptyAndOneMebibyteKeys) {
+  ScalableBloomFilter filter(scalable_options(1, 1e-3, 2));
+  const std::string big(std::size_t{1} << 20, 'x');
+  EXPECT_FALSE(filter.contains("", kNow));
+  EXPECT_FALSE(filter.test_and_insert("", kNow));
+  EXPECT_TRUE(filter.test_and_insert("", kNow));
+  EXPECT_FALSE(filter.test_and_insert(big, kNow));  // goes into a second sub-filter
+  EXPECT_TRUE(filter.test_and_insert(big, kNow));
+  EXPECT_TRUE(filter.contains(big, kNow));
+  EXPECT_TRUE(filter.contains("", kNow));
+  const FilterStats stats = filter.stats(kNow);
+  EXPECT_EQ(stats.elements, 2U);
+  EXPECT_EQ(stats.slices, 2U);
+}
+
+TEST(ScalableBloomFilter, DuplicateInAnOlderSubFilterIsNotInsertedAgain) {
+  ScalableBloomFilter filter(scalable_options(10, 1e-3, 2));
+  std::uint64_t inserted = 0;
+  std::uint64_t next_key = 0;
+  insert_until(filter, 11, inserted, next_key);
+  ASSERT_EQ(filter.stats(kNow).slices, 2U);
+  EXPECT_TRUE(filter.test_and_insert(key("present", 0), kNow));
+  const FilterStats stats = filter.stats(kNow);
+  EXPECT_EQ(stats.elements, 11U);
+  EXPECT_EQ(stats.slice_stats.front().insertions, 1U);
+}
+
+TEST(ScalableBloomFilter, CheckpointsWriteOnlyTheNewestSubFilter) {
+  // n0 = 100, s = 2: 1000 insertions fill sub-filters 0..2 (100 + 200 + 400) and put 300 in sub-filter 3.
+  ScalableBloomFilter filter(scalable_options(100, 1e-2, 2));
+  std::uint64_t inserted = 0;
+  std::uint64_t next_key = 0;
+  insert_until(filter, 1000, inserted, next_key);
+  const FilterImage full = filter.image(ImageScope::kFull);
+  EXPECT_EQ(slice_ids(full), (std::vector<std::uint64_t>{1, 2, 3, 4}));
+  EXPECT_TRUE(full.dropped_slice_ids.empty());
+  Store store;
+  store.apply(full);
+  filter.mark_persisted();
+  EXPECT_TRUE(filter.image(ImageScope::kChangedSinceLastPersist).slices.empty());
+
+  const auto restored = store.restore();
+  ASSERT_EQ(restored->type(), FilterType::kScalable);
+  expect_equal_stats(filter, *restored);
+  for (std::uint64_t i = 0; i < next_key; ++i) ASSERT_TRUE(restored->contains(key("present", i), kNow)) << i;
+  EXPECT_TRUE(restored->image(ImageScope::kChangedSinceLastPersist).slices.empty());
+
+  insert_until(filter, 1010, inserted, next_key);
+  const FilterImage small_step = filter.image(ImageScope::kChangedSinceLastPersist);
+  EXPECT_EQ(slice_ids(small_step), (std::vector<std::uint64_t>{4}));
+  store.apply(small_step);
+  filter.mark_persisted();
+  expect_equal_stats(filter, *store.restore());
+
+  insert_until(filter, 1600, inserted, next_key);  // past 1500: sub-filter 4 appears
+  const FilterImage growth_step = filter.image(ImageScope::kChangedSinceLastPersist);
+  EXPECT_EQ(slice_ids(growth_step), (std::vector<std::uint64_t>{4, 5}));
+  store.apply(growth_step);
+  filter.mark_persisted();
+  const auto latest = store.restore();
+  expect_equal_stats(filter, *latest);
+  for (std::uint64_t i = 0; i < 5000; ++i) {
+    ASSERT_EQ(filter.test_and_insert(key("later", i), kNow), latest->test_and_insert(key("later", i), kNow));
+  }
+  expect_equal_stats(filter, *latest);
+}
+
+class ScalableCorruption : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::uint64_t inserted = 0;
+    std::uint64_t next_key = 0;
+    insert_until(filter_, 1000, inserted, next_key);  // four sub-filters, as above
+    store_ = persisted(filter_);
+    ASSERT_EQ(store_.slices.size(), 4U);
+  }
+  void expect_rejected_meta(const std::string& meta) const {
+    EXPECT_THROW(ScalableBloomFilter::restore(decode_single_record(meta), store_.lookup()), FormatError);
+  }
+  void expect_rejected_meta_field(std::size_t offset, std::uint64_t value, std::size_t width) const {
+    expect_rejected_meta(with_payload(store_.meta, [&](std::string& p) { put_le(p, offset, value, width); }));
+  }
+  void expect_rejected_record(std::uint64_t id, const std::optional<std::string>& record) const {
+    Store broken = store_;
+    broken.slices.erase(id);
+    if (record) broken.slices[id] = *record;
+    EXPECT_THROW(broken.restore(), FormatError);
+  }
+
+  ScalableBloomFilter filter_{scalable_options(100, 1e-2, 2)};
+  Store store_;
+};
+
+TEST_F(ScalableCorruption, IntactStoreRestores) { EXPECT_NO_THROW(store_.restore()); }
+
+TEST_F(ScalableCorruption, TruncatedOrPaddedMetaIsRejected) {
+  const std::size_t size = decode_single_record(store_.meta).payload.size();
+  ASSERT_EQ(size, sub_filter_at(4));
+  for (std::size_t length = 0; length < size; ++length) {
+    expect_rejected_meta(with_payload(store_.meta, [&](std::string& p) { p.resize(length); }));
+  }
+  expect_rejected_meta(with_payload(store_.meta, [](std::string& p) { p.push_back('\0'); }));
+  std::string flipped = store_.meta;
+  flipped[kRecordHeaderSize + 5] = static_cast<char>(flipped[kRecordHeaderSize + 5] ^ 0x01);
+  EXPECT_THROW(decode_single_record(flipped), FormatError);
+}
+
+TEST_F(ScalableCorruption, ImpossibleParametersAreRejected) {
+  expect_rejected_meta_field(kInitialCapacityAt, 0, 8);
+  expect_rejected_meta_field(kInitialCapacityAt, 101, 8);  // sub-filter capacities no longer follow
+  expect_rejected_meta_field(kErrorAt, double_bits(0.0), 8);
+  expect_rejected_meta_field(kErrorAt, double_bits(std::numeric_limits<double>::quiet_NaN()), 8);
+  expect_rejected_meta_field(kErrorAt, double_bits(0.02), 8);
+  expect_rejected_meta_field(kGrowthAt, 3, 4);
+  expect_rejected_meta_field(kGrowthAt, 4, 4);
+  expect_rejected_meta_field(kTighteningAt, double_bits(1.0), 8);
+  expect_rejected_meta_field(kTighteningAt, double_bits(0.8), 8);
+  expect_rejected_meta_field(kCountAt, 0, 4);
+  expect_rejected_meta_field(kCountAt, 3, 4);  // leaves a sub-filter's bytes unread
+  expect_rejected_meta_field(kCountAt, 5, 4);  // reads past the end
+  expect_rejected_meta_field(kCountAt, 65, 4);
+  expect_rejected_meta_field(kCountAt, 0xFFFFFFFF, 4);
+}
+
+TEST_F(ScalableCorruption, ImpossibleSubFilterFieldsAreRejected) {
+  expect_rejected_meta_field(sub_filter_at(1) + kSubCapacity, 201, 8);
+  expect_rejected_meta_field(sub_filter_at(1) + kSubError, double_bits(0.01 * 0.1 * 0.91), 8);
+  expect_rejected_meta_field(sub_filter_at(0) + kSubProbes, 0, 4);
+  expect_rejected_meta_field(sub_filter_at(0) + kSubProbes, 65, 4);
+  expect_rejected_meta_field(sub_filter_at(0) + kSubProbes, 11, 4);  // record size no longer matches
+  expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits, 0, 8);
+  expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits, 100, 8);
+  expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits, std::uint64_t{1} << 60, 8);
+  // Claims a 2 GiB sub-filter: its record is found too short before anything that size is allocated.
+  expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits,
+                             (ScalableBloomFilter::kMaxSubFilterBits / 10) & ~std::uint64_t{63}, 8);
+  // Sub-filter 0 (n = 100, error 1e-3): k = 10 and 4096-bit slices; 5 x 8192 bits has the same size.
+  expect_rejected_meta(with_payload(store_.meta, [](std::string& p) {
+    put_le(p, sub_filter_at(0) + kSubProbes, 5, 4);
+    put_le(p, sub_filter_at(0) + kSubSliceBits, 8192, 8);
+  }));
+  // A full sub-filter holds exactly 100; the newest was created by an insertion, holds no more than its
+  // capacity while growth is possible, and one key cannot have set its ~3000 bits.
+  expect_rejected_meta_field(sub_filter_at(0) + kSubInsertions, 99, 8);
+  expect_rejected_meta_field(sub_filter_at(3) + kSubInsertions, 0, 8);
+  expect_rejected_meta_field(sub_filter_at(3) + kSubInsertions, 801, 8);
+  expect_rejected_meta_field(sub_filter_at(3) + kSubInsertions, 1, 8);
+}
+
+TEST_F(ScalableCorruption, WrongRecordKindOrTypeIsRejected) {
+  const Record meta = decode_single_record(store_.meta);
+  expect_rejected_meta(encode_record(RecordKind::kMeta, FilterType::kBloom, 0, meta.payload));
+  expect_rejected_meta(encode_record(RecordKind::kSlice, FilterType::kScalable, 0, meta.payload));
+}
+
+TEST_F(ScalableCorruption, BadSubFilterRecordsAreRejected) {
+  const std::string& record = store_.slices.at(2);
+  const Record rec = decode_single_record(record);
+  expect_rejected_record(2, std::nullopt);
+  expect_rejected_record(4, std::nullopt);
+  expect_rejected_record(2, store_.slices.at(3));
+  expect_rejected_record(2, encode_record(RecordKind::kSlice, FilterType::kScalable, 3, rec.payload));
+  expect_rejected_record(2, encode_record(RecordKind::kSlice, FilterType::kBloom, 2, rec.payload));
+  expect_rejected_record(2, encode_record(RecordKind::kMeta, FilterType::kScalable, 2, rec.payload));
+  expect_rejected_record(2, with_payload(record, [](std::string& p) { p.resize(p.size() - 8); }));
+  expect_rejected_record(2, with_payload(record, [](std::string& p) { p.resize(p.size() - 1); }));
+  expect_rejected_record(2, with_payload(record, [](std::string& p) { p.append(8, '\0'); }));
+  expect_rejected_record(2, with_payload(record, [](std::string& p) { p.assign(p.size(), '\0'); }));
+  std::string flipped = record;
+  flipped[kRecordHeaderSize + 11] = static_cast<char>(flipped[kRecordHeaderSize + 11] ^ 0x40);
+  expect_rejected_record(2, flipped);
+}
+
+}  // namespace
+}  // namespace bloomgate::filters
