@@ -29,16 +29,20 @@ inline std::uint64_t fast_range(std::uint64_t x, std::uint64_t range) noexcept {
   return static_cast<std::uint64_t>((static_cast<Wide>(x) * range) >> 64);
 }
 
-// The j-th probe value of a key, by enhanced double hashing (Dillinger and Manolios):
-// h1 + j*h2 + (j^3 - j)/6 modulo 2^64, with h2 a remix of the key hash forced odd so it never degenerates.
-// Probe values are mapped onto a table with fast_range.
+// The j-th probe value of a key: enhanced double hashing (Dillinger and Manolios),
+// h1 + j*h2 + (j^3 - j)/6 modulo 2^64 with h2 a remix of the key hash forced odd, then one
+// xorshift-multiply round. fast_range keeps only the high bits of a probe value, and without that last
+// round two keys whose h1 and h2 agree in their high bits would collide on all k probes of a small
+// table, raising its false-positive rate above what its fill predicts.
 class ProbeSequence {
  public:
   explicit ProbeSequence(KeyHash key) noexcept
       : h1_(key.value), h2_(remix(key.value) | 1U) {}
 
   std::uint64_t operator()(std::uint64_t j) const noexcept {
-    return h1_ + j * h2_ + (j * j * j - j) / 6;
+    std::uint64_t x = h1_ + j * h2_ + (j * j * j - j) / 6;
+    x ^= x >> 29;
+    return x * 0xbf58476d1ce4e5b9ULL;
   }
 
  private:
