@@ -109,11 +109,15 @@ struct Event {
 
 class KeyStream {
  public:
+  static std::uint64_t events_per_ttl_for(std::uint64_t keys_per_ttl) {
+    return std::max<std::uint64_t>(
+        16, static_cast<std::uint64_t>(std::llround(static_cast<double>(keys_per_ttl) / kNewFraction)));
+  }
+
   KeyStream(std::uint64_t keys_per_ttl, std::uint64_t seed)
       : seed_(seed),
         rng_(seed),
-        events_per_ttl_(std::max<std::uint64_t>(
-            16, static_cast<std::uint64_t>(std::llround(static_cast<double>(keys_per_ttl) / kNewFraction)))),
+        events_per_ttl_(events_per_ttl_for(keys_per_ttl)),
         repeat_reach_(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(kRepeatReach * static_cast<double>(keys_per_ttl)))),
         repeat_threshold_(static_cast<std::uint64_t>((1.0 - kNewFraction) * 18446744073709551616.0)),
         window_bits_((events_per_ttl_ + 63) / 64, 0) {}
@@ -177,14 +181,15 @@ struct Config {
   std::vector<double> rates = {1e-2, 1e-3, 1e-4};
   double in_cache_mib = 1;
   double out_of_cache_mib = 256;
-  double slow_out_of_cache_mib = 64;
+  double slow_out_of_cache_mib = 32;
   double exact_max_mib = 2048;  // the exact TTL set runs out of cache only when its estimate fits
   std::string json;
   std::uint64_t seed = 0x5eed'b100'6a7eULL;
-  double warmup_ttls = 3;
+  double warmup_ttls = 3;              // in cache: bits per element and FPR are sampled after it
+  double out_of_cache_warmup_ttls = 1.25;  // out of cache: enough to replace every slice of the creation state
   int repetitions = 5;
-  std::uint64_t block_in_cache = 300'000;
-  std::uint64_t block_out_of_cache = 1'000'000;
+  std::uint64_t block_in_cache = 200'000;
+  std::uint64_t block_out_of_cache = 400'000;
   std::uint64_t min_fpr_probes = 1'000'000;  // at least 10 / error rate in any case
 };
 
@@ -194,7 +199,11 @@ struct StreamPlan {
   std::uint64_t keys_per_ttl = 0;
   double target_mib = 0;
   bool measure_quality = false;  // bits per element and FPR (done on the in-cache stream)
-  std::uint64_t block_events = 0;
+  std::uint64_t block_events = 0;  // per timed block; all blocks together span at most half a TTL
+  double warmup_ttls = 0;
+  // Out of cache only: the warm-up skips the repeats. A repeat is of a key inserted less than a TTL ago, so
+  // every filter reports it present and changes nothing (no refresh); skipping it saves 30% of the warm-up.
+  bool warmup_skips_repeats = false;
 };
 
 struct Timing {
@@ -221,6 +230,8 @@ struct FilterResult {
   std::uint64_t fpr_probes = 0;
   std::uint64_t false_positives = 0;
   double estimated_fpr = kNaN;  // stats().estimated_fpr at the end
+  // Sliced filters (l > 0): slices an absent-key query probes, modelled from the measured slice fills.
+  double model_absent_probes = kNaN;
 };
 
 struct SbbfResult {
@@ -248,8 +259,13 @@ struct Baselines {
 // ------------------------------------------------------------------------------------------------------
 // Measurement helpers.
 
-std::uint64_t warmup_events(const KeyStream& stream, const Config& config) {
-  return static_cast<std::uint64_t>(config.warmup_ttls * static_cast<double>(stream.events_per_ttl()));
+std::uint64_t warmup_events(const KeyStream& stream, const StreamPlan& plan) {
+  return static_cast<std::uint64_t>(plan.warmup_ttls * static_cast<double>(stream.events_per_ttl()));
+}
+
+std::uint64_t block_events(const KeyStream& stream, const StreamPlan& plan, const Config& config) {
+  const std::uint64_t half_ttl = stream.events_per_ttl() / 2 / static_cast<std::uint64_t>(config.repetitions);
+  return std::max<std::uint64_t>(1000, std::min(plan.block_events, half_ttl));
 }
 
 std::uint64_t fpr_probe_count(double rate, const Config& config) {
@@ -295,6 +311,44 @@ Timing time_blocks(KeyStream& stream, std::uint64_t block_events, int repetition
 
 TimePoint at(std::int64_t ns) { return filters::from_epoch_nanos(ns); }
 
+// For the age-partitioned family (stats().l > 0): the expected number of slices a query for an absent key
+// reads, by Monte Carlo over the measured slice fills. It follows detail::k_consecutive_match: slices are
+// newest first, the search starts at the oldest window, moves one slice newer on a match and jumps k older
+// positions back on a miss; an expired slice fails without being read. Out of cache, every slice read is a
+// cache miss of its own (the slices are separate arrays), so probes + k (the insertion) estimate the cache
+// lines a new key costs, against one for the split-block filter.
+double model_absent_probes(const filters::FilterStats& s) {
+  if (s.l == 0 || s.k == 0 || s.slice_stats.size() < s.k) return kNaN;
+  const auto n = static_cast<std::int64_t>(s.slice_stats.size());
+  const auto run = static_cast<std::int64_t>(s.k);
+  std::mt19937_64 rng(12345);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  constexpr int kTrials = 20'000;
+  std::uint64_t probes = 0;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    std::int64_t i = n - run;
+    std::int64_t matched_above = 0;
+    std::int64_t matched = 0;
+    while (i >= 0) {
+      const filters::SliceStats& slice = s.slice_stats[static_cast<std::size_t>(i)];
+      bool match = false;
+      if (!slice.expired) {
+        ++probes;
+        match = uniform(rng) < slice.fill_ratio;
+      }
+      if (match) {
+        if (matched_above + ++matched == run) break;
+        ++i;
+      } else {
+        i -= run;
+        matched_above = matched;
+        matched = 0;
+      }
+    }
+  }
+  return static_cast<double>(probes) / kTrials;
+}
+
 FilterOptions options_for(FilterType type, double rate, std::uint64_t keys_per_ttl, std::int64_t ttl_ns) {
   FilterOptions o;
   o.type = type;
@@ -327,11 +381,11 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
   result.available = true;
   Filter& f = *filter;
 
-  const std::uint64_t warmup = warmup_events(stream, config);
+  const std::uint64_t warmup = warmup_events(stream, plan);
   const auto warmup_start = std::chrono::steady_clock::now();
   for (std::uint64_t i = 0; i < warmup; ++i) {
     const Event e = stream.next();
-    f.test_and_insert(KeyHash{e.key}, at(e.now_ns));
+    if (e.is_new || !plan.warmup_skips_repeats) f.test_and_insert(KeyHash{e.key}, at(e.now_ns));
   }
   const double warmup_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_start).count();
@@ -347,7 +401,7 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
     result.bits_per_element = static_cast<double>(s.bits) / static_cast<double>(stream.distinct_in_window());
   }
 
-  result.timing = time_blocks(stream, plan.block_events, config.repetitions,
+  result.timing = time_blocks(stream, block_events(stream, plan, config), config.repetitions,
                               [&f](std::uint64_t key, std::int64_t ns) { return f.test_and_insert(KeyHash{key}, at(ns)); });
 
   if (plan.measure_quality) {
@@ -380,22 +434,24 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
     result.bits_per_element_mean = bpe_sum / samples;
     result.bits_per_element_max = bpe_max;
   }
-  result.estimated_fpr = f.stats(stream.now()).estimated_fpr;
+  const filters::FilterStats end = f.stats(stream.now());
+  result.estimated_fpr = end.estimated_fpr;
+  result.model_absent_probes = model_absent_probes(end);
   return result;
 }
 
-// The split-block Bloom filter, sized for one TTL's keys at `rate`. It has no expiry, so it is fed only the
-// last TTL of the warm-up (it is at its design load when timing starts); the timed blocks are the very
-// same events the filters get.
+// The split-block Bloom filter, sized for one TTL's keys at `rate`. It has no expiry, so it is given only
+// the new keys of the last TTL of the warm-up, the distinct keys of the window: it is at its design load
+// when timing starts. The timed blocks are the very same events the filters get.
 SbbfResult run_sbbf(double rate, const StreamPlan& plan, const Config& config) {
   SbbfResult result;
   KeyStream stream(plan.keys_per_ttl, config.seed);
   SplitBlockBloom sbbf(plan.keys_per_ttl, rate);
-  const std::uint64_t warmup = warmup_events(stream, config);
+  const std::uint64_t warmup = warmup_events(stream, plan);
   const std::uint64_t skip = warmup > stream.events_per_ttl() ? warmup - stream.events_per_ttl() : 0;
   for (std::uint64_t i = 0; i < warmup; ++i) {
     const Event e = stream.next();
-    if (i >= skip) sbbf.test_and_insert(e.key);
+    if (i >= skip && e.is_new) sbbf.test_and_insert(e.key);
   }
   result.mib = static_cast<double>(sbbf.bits()) / 8.0 / kMiB;
   result.bits_per_key = static_cast<double>(sbbf.bits()) / static_cast<double>(plan.keys_per_ttl);
@@ -406,19 +462,20 @@ SbbfResult run_sbbf(double rate, const StreamPlan& plan, const Config& config) {
     result.fpr_probes = probes;
     result.fpr = static_cast<double>(positives) / static_cast<double>(probes);
   }
-  result.timing = time_blocks(stream, plan.block_events, config.repetitions,
+  result.timing = time_blocks(stream, block_events(stream, plan, config), config.repetitions,
                               [&sbbf](std::uint64_t key, std::int64_t) { return sbbf.test_and_insert(key); });
   return result;
 }
 
-// The exact TTL set, fed the last 1.5 TTLs of the warm-up (enough for its sweeps to reach steady state),
+// The exact TTL set, fed the last 1.5 TTLs of the warm-up (all of it when shorter; enough for its sweeps to
+// reach steady state),
 // swept every TTL/4. Its memory is read after the timed blocks.
 ExactResult run_exact(const StreamPlan& plan, const Config& config) {
   ExactResult result;
   // About 56 bytes per entry at steady state (a 32-byte node, 8-byte buckets, sweep slack): skip sizes that
-  // would take more memory than allowed.
+  // would take more memory than allowed. The in-cache stream always runs it: it is the memory reference.
   const double estimate_mib = 56.0 * 1.25 * static_cast<double>(plan.keys_per_ttl) / kMiB;
-  if (estimate_mib > config.exact_max_mib) {
+  if (!plan.measure_quality && estimate_mib > config.exact_max_mib) {
     char note[160];
     std::snprintf(note, sizeof note, "skipped: would need about %.0f MiB (--exact-max-mib=%.0f)", estimate_mib,
                   config.exact_max_mib);
@@ -428,14 +485,14 @@ ExactResult run_exact(const StreamPlan& plan, const Config& config) {
   result.ran = true;
   KeyStream stream(plan.keys_per_ttl, config.seed);
   ExactTtlSet set(stream.ttl_ns(), stream.ttl_ns() / 4);
-  const std::uint64_t warmup = warmup_events(stream, config);
+  const std::uint64_t warmup = warmup_events(stream, plan);
   const std::uint64_t fed = stream.events_per_ttl() * 3 / 2;
   const std::uint64_t skip = warmup > fed ? warmup - fed : 0;
   for (std::uint64_t i = 0; i < warmup; ++i) {
     const Event e = stream.next();
     if (i >= skip) set.test_and_insert(e.key, e.now_ns);
   }
-  result.timing = time_blocks(stream, plan.block_events, config.repetitions,
+  result.timing = time_blocks(stream, block_events(stream, plan, config), config.repetitions,
                               [&set](std::uint64_t key, std::int64_t ns) { return set.test_and_insert(key, ns); });
   result.mib = static_cast<double>(set.bytes()) / kMiB;
   result.entries = set.size();
@@ -478,19 +535,20 @@ const StreamPlan& plan_for(const RateReport& r, OutOfCacheSize size) {
 void print_rate(const RateReport& r) {
   std::printf("\n=== error rate %.0e ===\n", r.rate);
   for (const StreamPlan& p : r.plans) {
-    const KeyStream s(p.keys_per_ttl, 0);
+    const std::uint64_t events = KeyStream::events_per_ttl_for(p.keys_per_ttl);
     std::printf("  stream %-24s %11" PRIu64 " keys/TTL (%" PRIu64 " events/TTL, TTL %.3f s simulated), "
                 "time-limited filter sized ~%.2f MiB\n",
-                (p.label + ":").c_str(), p.keys_per_ttl, s.events_per_ttl(), static_cast<double>(s.ttl_ns()) * 1e-9,
+                (p.label + ":").c_str(), p.keys_per_ttl, events,
+                static_cast<double>(events) * static_cast<double>(kEventSpacingNs) * 1e-9,
                 p.target_mib);
   }
   const Baselines& in_base = r.baselines.at(r.plans[0].keys_per_ttl);
   const double exact_mib = in_base.exact.mib;
-  std::printf("\n  %-16s | %-32s | %-42s | %-9s %-7s | %-26s %-6s | %-9s\n", "", "in cache", "out of cache", "bits/elem",
-              "", "measured FPR", "", "memory");
-  std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s | %9s %7s | %9s %16s %6s | %9s\n", "filter", "MiB",
-              "ns/op", "xSBBF", "dup%", "MiB", "ns/op", "xSBBF", "dup%", "stream", "", "/log2(1/e)", "FPR",
-              "fp/probes", "/e", "exact/this");
+  std::printf("\n  %-16s | %-32s | %-50s | %-17s | %-31s | %-10s\n", "", "in cache", "out of cache",
+              "bits/elem (in c.)", "measured FPR (in cache)", "memory");
+  std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s %7s | %7s %9s | %9s %15s %5s | %10s\n", "filter",
+              "MiB", "ns/op", "xSBBF", "dup%", "MiB", "ns/op", "xSBBF", "dup%", "b/elem", "stream", "b/elem",
+              "/log2(1/e)", "FPR", "fp/probes", "/e", "exact/this");
   for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
     const FilterEntry& entry = *r.in_cache[i].first;
     const FilterResult& in = r.in_cache[i].second;
@@ -503,19 +561,28 @@ void print_rate(const RateReport& r) {
     const Baselines& oc_base = r.baselines.at(oc_plan.keys_per_ttl);
     char probes[40];
     std::snprintf(probes, sizeof probes, "%" PRIu64 "/%" PRIu64, in.false_positives, in.fpr_probes);
-    std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s | %9s %7s | %9s %16s %6s | %9s\n", entry.name,
-                fmt("%.2f", in.mib).c_str(), fmt("%.1f", in.timing.median_ns).c_str(),
+    std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s %7s | %7s %9s | %9s %15s %5s | %10s\n",
+                entry.name, fmt("%.2f", in.mib).c_str(), fmt("%.1f", in.timing.median_ns).c_str(),
                 fmt("%.2f", ratio(in.timing.median_ns, in_base.sbbf.timing.median_ns)).c_str(),
                 fmt("%.1f", 100 * in.timing.present_fraction).c_str(),
                 oc.available ? fmt("%.1f", oc.mib).c_str() : "n/a", fmt("%.1f", oc.timing.median_ns).c_str(),
                 fmt("%.2f", ratio(oc.timing.median_ns, oc_base.sbbf.timing.median_ns)).c_str(),
-                fmt("%.1f", 100 * oc.timing.present_fraction).c_str(),
+                fmt("%.1f", 100 * oc.timing.present_fraction).c_str(), fmt("%.2f", oc.bits_per_element).c_str(),
                 entry.out_of_cache == OutOfCacheSize::kFull ? "full" : "reduced",
                 fmt("%.2f", in.bits_per_element).c_str(),
                 fmt("%.2f", in.bits_per_element / std::log2(1.0 / r.rate)).c_str(), fmt("%.3e", in.fpr).c_str(),
                 probes, fmt("%.2f", in.fpr / r.rate).c_str(),
                 fmt("%.1f", ratio(exact_mib, in.mib)).c_str());
     if (!oc.available && !oc.note.empty()) std::printf("  %-16s   out of cache: %s\n", "", oc.note.c_str());
+  }
+  // Why the sliced filters cost what they cost: cache lines per operation, modelled.
+  for (const auto& [entry, in] : r.in_cache) {
+    if (!in.available || !std::isfinite(in.model_absent_probes)) continue;
+    std::printf("  %-16s   k=%u l=%u, %" PRIu64 " slices: an absent-key query reads ~%.1f slices (model from measured "
+                "fills) and an insertion writes k=%u,\n  %-16s   so out of cache a new key costs ~%.1f separate cache "
+                "lines and a repeat at least %u; the split-block filter costs 1\n",
+                entry->name, in.k, in.l, in.slices, in.model_absent_probes, in.k, "", in.model_absent_probes + in.k,
+                in.k);
   }
   // Baselines, one line per stream they ran on.
   std::printf("  %-16s\n", "baselines:");
@@ -670,6 +737,7 @@ void json_filter(Json& j, const char* key, const FilterResult& f, double sbbf_ns
     j.u64("fpr_probes", f.fpr_probes);
     j.u64("false_positives", f.false_positives);
     j.num("estimated_fpr", f.estimated_fpr);
+    j.num("model_absent_query_slice_probes", f.model_absent_probes);
     j.num("memory_ratio_exact_over_filter", ratio(exact_mib, f.mib));
   }
   j.close('}');
@@ -681,7 +749,8 @@ std::string to_json(const Config& config, const std::vector<RateReport>& reports
   j.str("benchmark", "filter_bench");
   j.boolean("quick", config.quick);
   j.u64("seed", config.seed);
-  j.num("warmup_ttls", config.warmup_ttls);
+  j.num("warmup_ttls_in_cache", config.warmup_ttls);
+  j.num("warmup_ttls_out_of_cache", config.out_of_cache_warmup_ttls);
   j.num("new_key_fraction", kNewFraction);
   j.str("exact_ttl_set_memory", "counted: malloc_usable_size + 8 B chunk header per allocation");
   j.open("rates", '[');
@@ -810,23 +879,26 @@ int run(Config config) {
   std::printf("filter_bench%s: %zu filter(s) x %zu error rate(s); key stream: 64-bit keys (splitmix64 of a counter), "
               "new/repeat choice from std::mt19937_64 seed %" PRIu64 "\n",
               config.quick ? " --quick" : "", entries.size(), config.rates.size(), config.seed);
-  std::printf("  %.0f%% new keys, %.0f%% repeats of a key from the last %.0f%% of a TTL; warm-up %.1f TTLs; "
-              "%d timed blocks per figure (median); FPR over one more TTL\n",
+  std::printf("  %.0f%% new keys, %.0f%% repeats of a key from the last %.0f%% of a TTL; warm-up %.2f TTLs in cache, "
+              "%.2f out of cache (new keys only);\n  %d timed blocks per figure (median), spanning at most half a TTL; "
+              "bits/elem after the warm-up; FPR over one more TTL\n",
               100 * kNewFraction, 100 * (1 - kNewFraction), 100 * kRepeatReach, config.warmup_ttls,
-              config.repetitions);
+              config.out_of_cache_warmup_ttls, config.repetitions);
   std::printf("  exact_ttl_set memory is counted (malloc_usable_size + 8 B header per allocation), not estimated\n");
   std::fflush(stdout);
 
+  const auto run_start = std::chrono::steady_clock::now();
   std::vector<RateReport> reports;
   for (double rate : config.rates) {
     RateReport r;
     r.rate = rate;
     r.plans = {
-        {"in cache", keys_for_mib(rate, config.in_cache_mib), config.in_cache_mib, true, config.block_in_cache},
+        {"in cache", keys_for_mib(rate, config.in_cache_mib), config.in_cache_mib, true, config.block_in_cache,
+         config.warmup_ttls, false},
         {"out of cache", keys_for_mib(rate, config.out_of_cache_mib), config.out_of_cache_mib, false,
-         config.block_out_of_cache},
+         config.block_out_of_cache, config.out_of_cache_warmup_ttls, true},
         {"out of cache (reduced)", keys_for_mib(rate, config.slow_out_of_cache_mib), config.slow_out_of_cache_mib,
-         false, config.block_out_of_cache},
+         false, config.block_out_of_cache, config.out_of_cache_warmup_ttls, true},
     };
     auto baselines_for = [&](const StreamPlan& plan) {
       if (r.baselines.count(plan.keys_per_ttl) != 0) return;
@@ -867,6 +939,8 @@ int run(Config config) {
   }
 
   const std::vector<Target> ts = targets(reports);
+  std::fprintf(stderr, "filter_bench: done in %.0f s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count());
   print_targets(ts);
   std::printf("\nSpeed ratios divide by the split-block Bloom filter timed in the same run on the same stream "
               "(lower is better);\nmemory ratios divide the exact TTL set's counted bytes by the filter's bits/8 "
@@ -903,13 +977,22 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", config.quick, "small sizes; finishes in well under a minute (smoke test)");
   app.add_option("--filters", config.filters, "comma-separated filter types (default: all)")->delimiter(',');
   app.add_option("--rates", config.rates, "comma-separated error rates (default: 1e-2,1e-3,1e-4)")->delimiter(',');
-  app.add_option("--in-cache-mib", config.in_cache_mib, "size of the time-limited filter for the in-cache stream");
+  app.add_option("--in-cache-mib", config.in_cache_mib, "size of the time-limited filter for the in-cache stream")
+      ->check(CLI::PositiveNumber);
   app.add_option("--out-of-cache-mib", config.out_of_cache_mib,
-                 "size of the time-limited filter for the out-of-cache stream");
+                 "size of the time-limited filter for the out-of-cache stream")
+      ->check(CLI::PositiveNumber);
   app.add_option("--slow-out-of-cache-mib", config.slow_out_of_cache_mib,
-                 "time-limited-equivalent size of the reduced out-of-cache stream used by the other filter types");
+                 "time-limited-equivalent size of the reduced out-of-cache stream used by the other filter types")
+      ->check(CLI::PositiveNumber);
   app.add_option("--exact-max-mib", config.exact_max_mib,
-                 "run the exact TTL set on a stream only when it would take at most this much memory");
+                 "run the exact TTL set on a stream only when it would take at most this much memory")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup-ttls", config.warmup_ttls, "warm-up of the in-cache stream, in TTLs")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--out-of-cache-warmup-ttls", config.out_of_cache_warmup_ttls,
+                 "warm-up of the out-of-cache streams, in TTLs (new keys only)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--reps", config.repetitions, "timed blocks per figure (the median is reported)")
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", config.seed, "seed of the key stream");

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "bloomgate/app/filter_command.h"
+#include "bloomgate/config/config.h"
 #include "bloomgate/config/duration.h"
 
 namespace {
@@ -64,6 +65,23 @@ int run_filter(FilterCommandOptions& options, const std::string& type_name) {
   return result.malformed == 0 ? bloomgate::app::kExitOk : bloomgate::app::kExitMalformedLines;
 }
 
+void add_validate_command(CLI::App& app, std::string& config_path) {
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Check a configuration file and print the effective configuration (secrets redacted)");
+  cmd->add_option("--config", config_path, "The YAML configuration file")->required();
+}
+
+int run_validate(const std::string& config_path) {
+  try {
+    const auto config = bloomgate::config::load_config(config_path);
+    std::cout << bloomgate::config::render_effective(config);
+    return bloomgate::app::kExitOk;
+  } catch (const bloomgate::config::ConfigError& e) {
+    std::cerr << "bloomgate: invalid configuration: " << e.what() << '\n';
+    return bloomgate::app::kExitUsage;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,11 +90,14 @@ int main(int argc, char** argv) {
   FilterCommandOptions filter_options;
   std::string type_name = "time_limited";
   add_filter_command(app, filter_options, type_name);
+  std::string config_path;
+  add_validate_command(app, config_path);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), bloomgate::app::kExitUsage);
   }
   if (app.got_subcommand("filter")) return run_filter(filter_options, type_name);
+  if (app.got_subcommand("validate")) return run_validate(config_path);
   return bloomgate::app::kExitUsage;
 }

@@ -39,6 +39,17 @@ for type in time_limited age_partitioned continuous scalable bloom spectral; do
   out=$(printf 'k1\nk2\nk1\n' | "$bin" filter --type "$type" 2>&1); check "--type $type" $'k1\nk2' "$out"
 done
 
-rm -f /tmp/bloomgate-cli-err.$$
+here=$(cd "$(dirname "$0")" && pwd)
+example="$here/../../config/examples/bloomgate.yaml"
+out=$("$bin" validate --config "$example"); check "validate accepts the example" 0 $?
+check "validate prints the effective ttl" "    ttl: 10m" "$(grep -m1 'ttl:' <<<"$out")"
+printf 'kafka: {brokers: k:9092}\npipelines: []\n' >/tmp/bloomgate-cli-bad.$$.yaml
+err=$("$bin" validate --config /tmp/bloomgate-cli-bad.$$.yaml 2>&1); check "validate refuses a bad file" 2 $?
+check "validate names the line" "bloomgate: invalid configuration: /tmp/bloomgate-cli-bad.$$.yaml:2:12: pipelines: expected a list of at least one pipeline" "$err"
+secret=$(KAFKA_PASSWORD=hunter2 "$bin" validate --config <(printf 'kafka:\n  brokers: k:9092\n  properties: {sasl.password: "${env:KAFKA_PASSWORD}"}\npipelines:\n  - {name: a, input: [x], output: y, key: {from: value}, ttl: 1m}\n'))
+check "validate never prints a secret" 0 "$(grep -c hunter2 <<<"$secret")"
+check "validate shows where a secret comes from" '    sasl.password: ${env:KAFKA_PASSWORD}' "$(grep sasl.password <<<"$secret")"
+
+rm -f /tmp/bloomgate-cli-err.$$ /tmp/bloomgate-cli-bad.$$.yaml
 echo "cli checks: $((checks - failures)) of $checks passed"
 exit $((failures > 0))

@@ -1,0 +1,106 @@
+// File: config.h
+//
+// The service's configuration, decoded from YAML into typed structs. Every key is checked: an unknown
+// key, a wrong type or an out-of-range value is a ConfigError naming the file, line, column and key, and
+// the service stops before it touches any topic. Secrets are never written inline: a value may be
+// `${env:NAME}` or `${file:/path}` (whole or embedded), substituted at load time, and the key names that
+// hold secrets (passwords, SASL JAAS configs, client secrets) must use one of them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace bloomgate::config {
+
+using Duration = std::chrono::nanoseconds;
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct KafkaSettings {
+  std::string brokers;                            // "host:port,..." or "embedded"
+  std::string group_id = "bloomgate";
+  std::string instance_name;                      // optional: static membership (group.instance.id)
+  std::map<std::string, std::string> properties;  // passed to librdkafka as they are
+  std::map<std::string, std::string> property_sources;  // key -> the ${...} reference it came from
+};
+
+struct StateSettings {
+  std::string dir = "./state";
+  Duration checkpoint_interval = std::chrono::seconds(5);
+};
+
+struct MetricsSettings {
+  std::string listen = "127.0.0.1:9464";
+};
+
+enum class KeySource { kMessageKey, kJson, kHeader, kValue };
+enum class TimeSource { kEvent, kProcessing };
+enum class OutputPartitioning { kSameAsInput, kByKey };
+
+struct KeySettings {
+  KeySource from = KeySource::kMessageKey;
+  std::string pointer;       // json: an RFC 6901 JSON pointer, "/order_id"
+  std::string header;        // header: the header's name
+  bool empty_is_error = true;  // an empty key goes to the dead-letter topic
+};
+
+struct FilterSettings {
+  std::string type = "time_limited";  // time_limited | age_partitioned | continuous | scalable | bloom
+  double error_rate = 0.001;
+  std::uint64_t expected_per_ttl = 1'000'000;
+  std::uint64_t window = 0;  // age_partitioned: count window; 0 = expected_per_ttl
+  std::uint32_t level = 5;
+};
+
+struct PipelineSettings {
+  std::string name;
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string duplicates;   // optional: empty when duplicates are dropped
+  std::string dead_letter;  // optional: empty means an unkeyable event stops the service
+  KeySettings key;
+  Duration ttl{};
+  TimeSource time = TimeSource::kEvent;
+  bool refresh_on_duplicate = false;
+  OutputPartitioning output_partitioning = OutputPartitioning::kSameAsInput;
+  std::uint64_t max_key_bytes = 4096;
+  std::uint64_t max_value_bytes = 1 << 20;
+  FilterSettings filter;
+};
+
+struct Config {
+  KafkaSettings kafka;
+  StateSettings state;
+  MetricsSettings metrics;
+  std::vector<PipelineSettings> pipelines;
+};
+
+// Where ${env:NAME} and ${file:/path} come from; replaceable in tests.
+struct SecretSources {
+  std::function<std::optional<std::string>(const std::string& name)> env;
+  std::function<std::optional<std::string>(const std::string& path)> file;
+  static SecretSources from_process();
+};
+
+// Parses YAML text; `source` names it in errors (a file path, or "<input>").
+Config parse_config(const std::string& yaml_text, const std::string& source, const SecretSources& secrets);
+
+// Reads and parses a file. An unreadable file is a ConfigError too.
+Config load_config(const std::string& path, const SecretSources& secrets = SecretSources::from_process());
+
+// The effective configuration as YAML, defaults filled in, secrets shown as the reference they came from
+// (or "<redacted>"), never as their values.
+std::string render_effective(const Config& config);
+
+bool is_secret_property(const std::string& key);
+
+}  // namespace bloomgate::config

@@ -1,0 +1,338 @@
+#include "bloomgate/config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "bloomgate/config/duration.h"
+#include "yaml_reader.h"
+
+namespace bloomgate::config {
+namespace {
+
+using detail::Context;
+using detail::fail;
+using detail::MapReader;
+
+const std::vector<std::string> kFilterTypes = {"time_limited", "age_partitioned", "continuous", "scalable", "bloom"};
+
+bool valid_topic(const std::string& topic) {
+  return !topic.empty() && topic.size() <= 249 && topic != "." && topic != ".." &&
+         std::all_of(topic.begin(), topic.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; });
+}
+
+std::string read_topic(const Context& ctx, const YAML::Node& node, const std::string& key) {
+  std::string topic = detail::read_string(ctx, node, key);
+  if (!valid_topic(topic)) {
+    fail(ctx, node, key, "\"" + topic + "\" is not a valid topic name (1 to 249 of a-z A-Z 0-9 . _ -)");
+  }
+  return topic;
+}
+
+// host:port, the host possibly a bracketed IPv6 address.
+void check_listen_address(const Context& ctx, const YAML::Node& node, const std::string& key, const std::string& text) {
+  const auto colon = text.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : text.substr(colon + 1);
+  char* end = nullptr;
+  const long number = port.empty() ? 0 : std::strtol(port.c_str(), &end, 10);
+  if (colon == 0 || colon == std::string::npos || end != port.c_str() + port.size() || number < 1 || number > 65535) {
+    fail(ctx, node, key, "\"" + text + "\" is not host:port with a port from 1 to 65535");
+  }
+}
+
+KafkaSettings read_kafka(const Context& ctx, MapReader& root) {
+  MapReader kafka(ctx, root.require("kafka"), "kafka");
+  KafkaSettings out;
+  const YAML::Node brokers = kafka.require("brokers");
+  out.brokers = detail::read_string(ctx, brokers, "kafka.brokers");
+  if (out.brokers.empty()) fail(ctx, brokers, "kafka.brokers", "must not be empty: host:port,... or embedded");
+  if (const YAML::Node n = kafka.take("group_id")) out.group_id = detail::read_string(ctx, n, "kafka.group_id");
+  if (out.group_id.empty()) fail(ctx, kafka.node(), "kafka.group_id", "must not be empty");
+  if (const YAML::Node n = kafka.take("instance_name")) {
+    out.instance_name = detail::read_string(ctx, n, "kafka.instance_name");
+  }
+  if (const YAML::Node props = kafka.take("properties"); props && !props.IsNull()) {
+    MapReader reader(ctx, props, "kafka.properties");
+    for (const auto& entry : props) {
+      const std::string name = entry.first.Scalar();
+      const std::string key = "kafka.properties." + name;
+      reader.take(name);
+      if (name == "bootstrap.servers" || name == "group.id" || name == "group.instance.id") {
+        fail(ctx, entry.first, key, "is set by bloomgate: use kafka.brokers, kafka.group_id or kafka.instance_name");
+      }
+      const std::string raw = detail::read_raw_string(ctx, entry.second, key);
+      const bool is_reference = raw.find("${") != std::string::npos;
+      if (is_secret_property(name) && !is_reference) {
+        fail(ctx, entry.second, key, "is a secret and must not be written inline: use ${env:NAME} or ${file:/path}");
+      }
+      out.properties[name] = detail::substitute_secrets(ctx, entry.second, key, raw);
+      if (is_reference) out.property_sources[name] = raw;
+    }
+    reader.finish();
+  }
+  kafka.finish();
+  return out;
+}
+
+StateSettings read_state(const Context& ctx, MapReader& root) {
+  StateSettings out;
+  const YAML::Node node = root.take("state");
+  if (!node || node.IsNull()) return out;
+  MapReader state(ctx, node, "state");
+  if (const YAML::Node n = state.take("dir")) out.dir = detail::read_string(ctx, n, "state.dir");
+  if (out.dir.empty()) fail(ctx, node, "state.dir", "must not be empty");
+  if (const YAML::Node n = state.take("checkpoint_interval")) {
+    out.checkpoint_interval = detail::read_duration(ctx, n, "state.checkpoint_interval");
+    if (out.checkpoint_interval <= Duration::zero()) fail(ctx, n, "state.checkpoint_interval", "must be positive");
+  }
+  state.finish();
+  return out;
+}
+
+MetricsSettings read_metrics(const Context& ctx, MapReader& root) {
+  MetricsSettings out;
+  const YAML::Node node = root.take("metrics");
+  if (!node || node.IsNull()) return out;
+  MapReader metrics(ctx, node, "metrics");
+  if (const YAML::Node n = metrics.take("listen")) {
+    out.listen = detail::read_string(ctx, n, "metrics.listen");
+    check_listen_address(ctx, n, "metrics.listen", out.listen);
+  }
+  metrics.finish();
+  return out;
+}
+
+KeySettings read_key(const Context& ctx, const YAML::Node& node, const std::string& path) {
+  MapReader key(ctx, node, path);
+  KeySettings out;
+  const YAML::Node from = key.require("from");
+  out.from = static_cast<KeySource>(
+      detail::read_choice(ctx, from, key.path_of("from"), {"message_key", "json", "header", "value"}));
+  if (out.from == KeySource::kJson) {
+    const YAML::Node pointer = key.require("pointer");
+    out.pointer = detail::read_string(ctx, pointer, key.path_of("pointer"));
+    if (out.pointer.empty() || out.pointer[0] != '/') {
+      fail(ctx, pointer, key.path_of("pointer"), "a JSON pointer starts with /, like /order_id");
+    }
+  }
+  if (out.from == KeySource::kHeader) out.header = detail::read_string(ctx, key.require("name"), key.path_of("name"));
+  if (const YAML::Node n = key.take("empty_is_error")) out.empty_is_error = detail::read_bool(ctx, n, key.path_of("empty_is_error"));
+  key.finish();
+  return out;
+}
+
+FilterSettings read_filter(const Context& ctx, const YAML::Node& node, const std::string& path) {
+  FilterSettings out;
+  if (!node || node.IsNull()) return out;
+  MapReader filter(ctx, node, path);
+  if (const YAML::Node n = filter.take("type")) out.type = kFilterTypes[detail::read_choice(ctx, n, filter.path_of("type"), kFilterTypes)];
+  if (const YAML::Node n = filter.take("error_rate")) {
+    out.error_rate = detail::read_double(ctx, n, filter.path_of("error_rate"));
+    if (!(out.error_rate > 0 && out.error_rate < 1)) {
+      fail(ctx, n, filter.path_of("error_rate"), "must be greater than 0 and less than 1, found " + n.Scalar());
+    }
+  }
+  if (const YAML::Node n = filter.take("expected_per_ttl")) {
+    out.expected_per_ttl = detail::read_count(ctx, n, filter.path_of("expected_per_ttl"));
+    if (out.expected_per_ttl == 0) fail(ctx, n, filter.path_of("expected_per_ttl"), "must be at least 1");
+  }
+  if (const YAML::Node n = filter.take("window")) out.window = detail::read_count(ctx, n, filter.path_of("window"));
+  if (const YAML::Node n = filter.take("level")) {
+    const std::uint64_t level = detail::read_count(ctx, n, filter.path_of("level"));
+    if (level > 5) fail(ctx, n, filter.path_of("level"), "must be 0 to 5, found " + n.Scalar());
+    out.level = static_cast<std::uint32_t>(level);
+  }
+  filter.finish();
+  return out;
+}
+
+void read_pipeline_topics(const Context& ctx, MapReader& p, PipelineSettings& out) {
+  const YAML::Node input = p.require("input");
+  for (std::size_t i = 0; i < (input.IsSequence() ? input.size() : 1); ++i) {
+    const YAML::Node item = input.IsSequence() ? input[i] : input;
+    out.inputs.push_back(read_topic(ctx, item, p.path_of("input") + (input.IsSequence() ? "[" + std::to_string(i) + "]" : "")));
+    if (std::count(out.inputs.begin(), out.inputs.end(), out.inputs.back()) > 1) {
+      fail(ctx, item, p.path_of("input"), "topic " + out.inputs.back() + " is listed twice");
+    }
+  }
+  if (out.inputs.empty()) fail(ctx, input, p.path_of("input"), "must name at least one topic");
+  const YAML::Node output = p.require("output");
+  out.output = read_topic(ctx, output, p.path_of("output"));
+  auto check_not_input = [&](const YAML::Node& node, const std::string& key, const std::string& topic) {
+    if (std::find(out.inputs.begin(), out.inputs.end(), topic) != out.inputs.end()) {
+      fail(ctx, node, key, "topic " + topic + " is also an input of this pipeline");
+    }
+  };
+  check_not_input(output, p.path_of("output"), out.output);
+  for (const auto& [field, target] : {std::pair<const char*, std::string*>{"duplicates", &out.duplicates},
+                                      std::pair<const char*, std::string*>{"dead_letter", &out.dead_letter}}) {
+    const YAML::Node n = p.take(field);
+    if (!n || n.IsNull()) continue;
+    *target = read_topic(ctx, n, p.path_of(field));
+    check_not_input(n, p.path_of(field), *target);
+    if (*target == out.output) fail(ctx, n, p.path_of(field), "topic " + *target + " is also the output");
+  }
+}
+
+PipelineSettings read_pipeline(const Context& ctx, const YAML::Node& node, const std::string& path) {
+  MapReader p(ctx, node, path);
+  PipelineSettings out;
+  const YAML::Node name = p.require("name");
+  out.name = detail::read_string(ctx, name, p.path_of("name"));
+  if (out.name.empty() || out.name.size() > 64 ||
+      !std::all_of(out.name.begin(), out.name.end(),
+                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; })) {
+    fail(ctx, name, p.path_of("name"), "\"" + out.name + "\" must be 1 to 64 of a-z A-Z 0-9 _ -");
+  }
+  read_pipeline_topics(ctx, p, out);
+  out.key = read_key(ctx, p.require("key"), p.path_of("key"));
+  const YAML::Node ttl = p.require("ttl");
+  out.ttl = detail::read_duration(ctx, ttl, p.path_of("ttl"));
+  if (out.ttl <= Duration::zero()) fail(ctx, ttl, p.path_of("ttl"), "must be positive");
+  if (const YAML::Node n = p.take("time")) {
+    out.time = static_cast<TimeSource>(detail::read_choice(ctx, n, p.path_of("time"), {"event", "processing"}));
+  }
+  if (const YAML::Node n = p.take("refresh_on_duplicate")) {
+    out.refresh_on_duplicate = detail::read_bool(ctx, n, p.path_of("refresh_on_duplicate"));
+  }
+  if (const YAML::Node n = p.take("output_partitioning")) {
+    out.output_partitioning = static_cast<OutputPartitioning>(
+        detail::read_choice(ctx, n, p.path_of("output_partitioning"), {"same_as_input", "by_key"}));
+  }
+  if (const YAML::Node n = p.take("max_key_bytes")) out.max_key_bytes = detail::read_count(ctx, n, p.path_of("max_key_bytes"));
+  if (const YAML::Node n = p.take("max_value_bytes")) {
+    out.max_value_bytes = detail::read_count(ctx, n, p.path_of("max_value_bytes"));
+  }
+  out.filter = read_filter(ctx, p.take("filter"), p.path_of("filter"));
+  p.finish();
+  return out;
+}
+
+std::vector<PipelineSettings> read_pipelines(const Context& ctx, MapReader& root) {
+  const YAML::Node list = root.require("pipelines");
+  if (!list.IsSequence() || list.size() == 0) fail(ctx, list, "pipelines", "expected a list of at least one pipeline");
+  std::vector<PipelineSettings> out;
+  std::set<std::string> names;
+  std::set<std::string> inputs;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = "pipelines[" + std::to_string(i) + "]";
+    out.push_back(read_pipeline(ctx, list[i], path));
+    if (!names.insert(out.back().name).second) {
+      fail(ctx, list[i]["name"], path + ".name", "another pipeline is already named " + out.back().name);
+    }
+    for (const std::string& topic : out.back().inputs) {
+      if (!inputs.insert(topic).second) {
+        fail(ctx, list[i]["input"], path + ".input", "topic " + topic + " is already an input of another pipeline");
+      }
+    }
+  }
+  return out;
+}
+
+// The schema nests four levels deep. Far deeper input is refused before yaml-cpp sees it, whose own
+// messages for it are "bad file" or a misplaced syntax error.
+constexpr int kMaxFlowDepth = 64;
+constexpr std::size_t kMaxIndent = 256;
+
+void check_nesting(const std::string& text, const std::string& source) {
+  int depth = 0;
+  std::size_t line = 1;
+  std::size_t column = 1;
+  bool at_line_start = true;
+  char quote = 0;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      column = 1;
+      at_line_start = true;
+      continue;
+    }
+    if (at_line_start && c != ' ') at_line_start = false;
+    if (at_line_start && column > kMaxIndent) {
+      throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                        ": nesting is too deep (more than " + std::to_string(kMaxIndent) + " columns of indentation)");
+    }
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxFlowDepth) {
+        throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                          ": nesting is too deep (more than " + std::to_string(kMaxFlowDepth) + " levels of [ or {)");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+    ++column;
+  }
+}
+
+std::optional<std::string> read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
+}
+
+}  // namespace
+
+bool is_secret_property(const std::string& key) {
+  std::string lower = key;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* marker : {"password", "secret", "jaas", "private.key", "key.pem", "token"}) {
+    if (lower.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+SecretSources SecretSources::from_process() {
+  SecretSources s;
+  s.env = [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+  };
+  s.file = [](const std::string& path) -> std::optional<std::string> {
+    auto text = read_whole_file(path);
+    while (text && !text->empty() && (text->back() == '\n' || text->back() == '\r')) text->pop_back();
+    return text;
+  };
+  return s;
+}
+
+Config parse_config(const std::string& yaml_text, const std::string& source, const SecretSources& secrets) {
+  const Context ctx{source, &secrets};
+  check_nesting(yaml_text, source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": YAML syntax error: " + e.msg);
+  }
+  if (!root || root.IsNull()) throw ConfigError(source + ": the file is empty; expected kafka and pipelines");
+  MapReader top(ctx, root, "");
+  Config config;
+  config.kafka = read_kafka(ctx, top);
+  config.state = read_state(ctx, top);
+  config.metrics = read_metrics(ctx, top);
+  config.pipelines = read_pipelines(ctx, top);
+  top.finish();
+  return config;
+}
+
+Config load_config(const std::string& path, const SecretSources& secrets) {
+  const auto text = read_whole_file(path);
+  if (!text) throw ConfigError(path + ": cannot read the configuration file");
+  return parse_config(*text, path, secrets);
+}
+
+}  // namespace bloomgate::config
