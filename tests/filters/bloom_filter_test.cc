@@ -9,11 +9,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <iostream>
 #include <limits>
-#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -21,16 +18,22 @@
 
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/options.h"
+#include "checkpoint_store.h"
+#include "ground_truth.h"
 
 namespace bloomgate::filters {
 namespace {
 
+using testing::CheckpointStore;
+using testing::double_bits;
+using testing::edited;
+using testing::measured_fpr;
+using testing::put_le;
+
 constexpr TimePoint kNow{};  // the filter ignores time
 constexpr std::uint64_t kSeed = 0x5eed0001;
 
-std::string key(std::string_view kind, std::uint64_t i) {
-  return std::string(kind) + "/" + std::to_string(kSeed) + "/" + std::to_string(i);
-}
+std::string key(std::string_view kind, std::uint64_t i) { return testing::seeded_key(kind, kSeed, i); }
 
 FilterOptions bloom_options(std::uint64_t capacity, double error_rate) {
   FilterOptions options;
@@ -38,63 +41,6 @@ FilterOptions bloom_options(std::uint64_t capacity, double error_rate) {
   options.expected_per_ttl = capacity;
   options.error_rate = error_rate;
   return options;
-}
-
-double measured_fpr(const Filter& filter, std::string_view kind, std::uint64_t queries) {
-  std::uint64_t hits = 0;
-  for (std::uint64_t i = 0; i < queries; ++i) {
-    if (filter.contains(key(kind, i), kNow)) ++hits;
-  }
-  return static_cast<double>(hits) / static_cast<double>(queries);
-}
-
-// A checkpoint store: the latest metadata record and slice records by id.
-struct Store {
-  std::string meta;
-  std::map<std::uint64_t, std::string> slices;
-
-  void apply(const FilterImage& image) {
-    meta = image.meta;
-    for (const auto& slice : image.slices) slices[slice.id] = slice.record;
-    for (std::uint64_t id : image.dropped_slice_ids) slices.erase(id);
-  }
-  SliceLookup lookup() const {
-    return [this](std::uint64_t id) -> std::optional<std::string> {
-      const auto it = slices.find(id);
-      if (it == slices.end()) return std::nullopt;
-      return it->second;
-    };
-  }
-  std::unique_ptr<Filter> restore() const {
-    return BloomFilter::restore(decode_single_record(meta), lookup());
-  }
-};
-
-Store persisted(const Filter& filter) {
-  Store store;
-  store.apply(filter.image(ImageScope::kFull));
-  return store;
-}
-
-// Re-encodes a record with an edited payload: the checksum stays valid, so only the filter's own
-// validation can reject it.
-std::string with_payload(const std::string& record, const std::function<void(std::string&)>& edit) {
-  const Record rec = decode_single_record(record);
-  std::string payload(rec.payload);
-  edit(payload);
-  return encode_record(rec.kind, rec.type, rec.slice_id, payload);
-}
-
-void put_le(std::string& payload, std::size_t offset, std::uint64_t value, std::size_t width) {
-  for (std::size_t i = 0; i < width; ++i) {
-    payload.at(offset + i) = static_cast<char>((value >> (8 * i)) & 0xFF);
-  }
-}
-
-std::uint64_t double_bits(double value) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
 }
 
 // Metadata payload offsets, as documented in bloom_filter.h.
@@ -158,7 +104,7 @@ TEST_P(BloomFilterAtCapacity, NoFalseNegativesAndFprNearTarget) {
   // 4000 / P absent keys (400 times the 10 / P minimum) put about 4000 expected false positives in the
   // sample, so the 1.1x bound is several standard deviations wide.
   const auto queries = static_cast<std::uint64_t>(4000.0 / target);
-  const double measured = measured_fpr(filter, "absent", queries);
+  const double measured = measured_fpr(filter, "absent", kSeed, queries, kNow);
   const FilterStats stats = filter.stats(kNow);
   std::cout << "[ figures  ] bloom P=" << target << " n=" << capacity << " k=" << stats.k
             << " bits/key=" << stats.bits_per_element << " insertions=" << stats.elements
@@ -217,7 +163,7 @@ TEST(BloomFilter, FullImageRoundTrips) {
   const FilterImage image = filter.image(ImageScope::kFull);
   EXPECT_EQ(image.slices.size(), 28U);
   EXPECT_TRUE(image.dropped_slice_ids.empty());
-  const Store store = persisted(filter);
+  const CheckpointStore store(filter.image(ImageScope::kFull));
   const auto restored = store.restore();
   ASSERT_EQ(restored->type(), FilterType::kBloom);
   for (std::uint64_t i = 0; i < 50'000; ++i) ASSERT_TRUE(restored->contains(key("present", i), kNow)) << i;
@@ -228,7 +174,7 @@ TEST(BloomFilter, FullImageRoundTrips) {
   }
   expect_equal_stats(filter, *restored);
   // Restored pages are as durable as the store they came from.
-  EXPECT_TRUE(BloomFilter::restore(decode_single_record(store.meta), store.lookup())
+  EXPECT_TRUE(BloomFilter::restore(decode_single_record(store.meta()), store.lookup())
                   ->image(ImageScope::kChangedSinceLastPersist)
                   .slices.empty());
 }
@@ -236,7 +182,7 @@ TEST(BloomFilter, FullImageRoundTrips) {
 TEST(BloomFilter, CheckpointWritesOnlyDirtyPages) {
   BloomFilter filter(bloom_options(1'000'000, 1e-3));
   for (std::uint64_t i = 0; i < 1000; ++i) filter.test_and_insert(key("present", i), kNow);
-  Store store = persisted(filter);
+  CheckpointStore store(filter.image(ImageScope::kFull));
   filter.mark_persisted();
   EXPECT_TRUE(filter.image(ImageScope::kChangedSinceLastPersist).slices.empty());
 
@@ -264,35 +210,32 @@ class BloomFilterCorruption : public ::testing::Test {
  protected:
   void SetUp() override {
     for (std::uint64_t i = 0; i < 500; ++i) filter_.test_and_insert(key("present", i), kNow);
-    store_ = persisted(filter_);
-    ASSERT_EQ(store_.slices.size(), 1U);  // a 1000-key filter at 1e-3 fits in one page
+    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
+    ASSERT_EQ(store_.slices().size(), 1U);  // a 1000-key filter at 1e-3 fits in one page
   }
   void expect_rejected_meta(const std::string& meta) const {
     EXPECT_THROW(BloomFilter::restore(decode_single_record(meta), store_.lookup()), FormatError);
   }
   void expect_rejected_meta_field(std::size_t offset, std::uint64_t value, std::size_t width) const {
-    expect_rejected_meta(with_payload(store_.meta, [&](std::string& p) { put_le(p, offset, value, width); }));
+    expect_rejected_meta(edited(store_.meta(), [&](std::string& p) { put_le(p, offset, value, width); }));
   }
   void expect_rejected_page(const std::optional<std::string>& page) const {
-    Store broken = store_;
-    broken.slices.erase(1);
-    if (page) broken.slices[1] = *page;
-    EXPECT_THROW(broken.restore(), FormatError);
+    EXPECT_THROW(store_.with_slice(1, page).restore(), FormatError);
   }
 
   BloomFilter filter_{bloom_options(1000, 1e-3)};
-  Store store_;
+  CheckpointStore store_;
 };
 
 TEST_F(BloomFilterCorruption, IntactStoreRestores) { EXPECT_NO_THROW(store_.restore()); }
 
 TEST_F(BloomFilterCorruption, TruncatedOrPaddedMetaIsRejected) {
-  ASSERT_EQ(decode_single_record(store_.meta).payload.size(), kMetaPayloadSize);
+  ASSERT_EQ(decode_single_record(store_.meta()).payload.size(), kMetaPayloadSize);
   for (std::size_t length = 0; length < kMetaPayloadSize; ++length) {
-    expect_rejected_meta(with_payload(store_.meta, [&](std::string& p) { p.resize(length); }));
+    expect_rejected_meta(edited(store_.meta(), [&](std::string& p) { p.resize(length); }));
   }
-  expect_rejected_meta(with_payload(store_.meta, [](std::string& p) { p.push_back('\0'); }));
-  std::string cut = store_.meta;
+  expect_rejected_meta(edited(store_.meta(), [](std::string& p) { p.push_back('\0'); }));
+  std::string cut = store_.meta();
   cut.pop_back();
   EXPECT_THROW(decode_single_record(cut), FormatError);
 }
@@ -309,7 +252,7 @@ TEST_F(BloomFilterCorruption, ImpossibleMetaFieldsAreRejected) {
   expect_rejected_meta_field(kSliceBitsAt, 100, 8);
   expect_rejected_meta_field(kSliceBitsAt, std::uint64_t{1} << 60, 8);
   // Same 640 words, so the page fits, but not the sizing of n = 1000, P = 1e-3 (k = 10, 4096-bit slices).
-  expect_rejected_meta(with_payload(store_.meta, [](std::string& p) {
+  expect_rejected_meta(edited(store_.meta(), [](std::string& p) {
     put_le(p, kProbesAt, 5, 4);
     put_le(p, kSliceBitsAt, 8192, 8);
   }));
@@ -326,20 +269,20 @@ TEST_F(BloomFilterCorruption, CorruptSizeFailsBeforeAllocating) {
 }
 
 TEST_F(BloomFilterCorruption, WrongRecordKindOrTypeIsRejected) {
-  const Record meta = decode_single_record(store_.meta);
+  const Record meta = decode_single_record(store_.meta());
   expect_rejected_meta(encode_record(RecordKind::kMeta, FilterType::kScalable, 0, meta.payload));
   expect_rejected_meta(encode_record(RecordKind::kSlice, FilterType::kBloom, 0, meta.payload));
   expect_rejected_meta(encode_record(RecordKind::kMeta, FilterType::kBloom, 1, meta.payload));
 }
 
 TEST_F(BloomFilterCorruption, BadPagesAreRejected) {
-  const std::string& page = store_.slices.at(1);
+  const std::string& page = store_.slices().at(1);
   const Record rec = decode_single_record(page);
   expect_rejected_page(std::nullopt);
-  expect_rejected_page(with_payload(page, [](std::string& p) { p.resize(p.size() - 8); }));
-  expect_rejected_page(with_payload(page, [](std::string& p) { p.resize(p.size() - 1); }));
-  expect_rejected_page(with_payload(page, [](std::string& p) { p.append(8, '\0'); }));
-  expect_rejected_page(with_payload(page, [](std::string& p) { p.assign(p.size(), '\0'); }));  // bits lost
+  expect_rejected_page(edited(page, [](std::string& p) { p.resize(p.size() - 8); }));
+  expect_rejected_page(edited(page, [](std::string& p) { p.resize(p.size() - 1); }));
+  expect_rejected_page(edited(page, [](std::string& p) { p.append(8, '\0'); }));
+  expect_rejected_page(edited(page, [](std::string& p) { p.assign(p.size(), '\0'); }));  // bits lost
   expect_rejected_page(encode_record(RecordKind::kSlice, FilterType::kBloom, 2, rec.payload));
   expect_rejected_page(encode_record(RecordKind::kSlice, FilterType::kScalable, 1, rec.payload));
   expect_rejected_page(encode_record(RecordKind::kMeta, FilterType::kBloom, 1, rec.payload));

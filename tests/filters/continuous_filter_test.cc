@@ -7,23 +7,27 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
-#include <map>
 
 #include "bloomgate/filters/options.h"
+#include "checkpoint_store.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
 namespace {
 
+using testing::CheckpointStore;
 using testing::ExactTtlSet;
 using testing::Phase;
 using testing::absent_key_name;
 using testing::key_name;
 using testing::milliseconds;
+using testing::patched;
+using testing::patched_f64;
+using testing::payload_of;
 using testing::run_stream;
 using testing::seconds;
+using testing::with_payload;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 constexpr Duration kTtl = seconds(10);
@@ -296,27 +300,12 @@ TEST(ContinuousFilter, QueriesDoNotChangeState) {
   EXPECT_EQ(serialize(filter), before);
 }
 
-using Store = std::map<std::uint64_t, std::string>;
-
-SliceLookup lookup_in(const Store& store) {
-  return [&store](std::uint64_t id) -> std::optional<std::string> {
-    const auto it = store.find(id);
-    return it == store.end() ? std::nullopt : std::optional<std::string>(it->second);
-  };
-}
-
-std::unique_ptr<Filter> restore_from(const std::string& meta_record, const Store& store) {
-  return ContinuousFilter::restore(decode_single_record(meta_record), lookup_in(store));
-}
-
 TEST(ContinuousFilter, RoundTripThroughCheckpointRecords) {
   ContinuousFilter filter(continuous_options(0.01, 1'000'000, /*refresh=*/true));
-  Store store;
+  CheckpointStore store;
   auto persist = [&](ImageScope scope) {
-    const FilterImage image = filter.image(scope);
-    for (const auto& slice : image.slices) store[slice.id] = slice.record;
+    FilterImage image = store.checkpoint(filter, scope);
     EXPECT_TRUE(image.dropped_slice_ids.empty());
-    filter.mark_persisted();
     return image;
   };
   run_stream({{seconds(15), 2000}}, 0.2, 1000, true, 118, kStart,
@@ -329,7 +318,7 @@ TEST(ContinuousFilter, RoundTripThroughCheckpointRecords) {
   const FilterImage delta = persist(ImageScope::kChangedSinceLastPersist);
   EXPECT_LE(delta.slices.size(), filter.probes() + 2U) << "only the pages written or swept change";
 
-  const auto restored = restore_from(delta.meta, store);
+  const auto restored = store.restore();
   ASSERT_EQ(restored->type(), FilterType::kContinuous);
   EXPECT_EQ(serialize(*restored), serialize(filter));
   // Both go on identically, sweep included.
@@ -339,62 +328,27 @@ TEST(ContinuousFilter, RoundTripThroughCheckpointRecords) {
   EXPECT_EQ(serialize(*restored), serialize(filter));
 
   ContinuousFilter unused(continuous_options(0.01, 1'000));
-  Store unused_store;
-  const FilterImage unused_image = unused.image(ImageScope::kFull);
-  for (const auto& slice : unused_image.slices) unused_store[slice.id] = slice.record;
-  EXPECT_EQ(serialize(*restore_from(unused_image.meta, unused_store)), serialize(unused));
-}
-
-// Re-wraps a record around another payload, with a valid checksum, so that the filter's own validation is
-// what must reject it.
-std::string with_payload(const std::string& record, const std::string& payload) {
-  const Record rec = decode_single_record(record);
-  return encode_record(rec.kind, rec.type, rec.slice_id, payload);
-}
-
-std::string payload_of(const std::string& record) { return std::string(decode_single_record(record).payload); }
-
-template <typename T>
-std::string patched(std::string payload, std::size_t offset, T value) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    payload[offset + i] = static_cast<char>((static_cast<std::uint64_t>(value) >> (8 * i)) & 0xFF);
-  }
-  return payload;
-}
-
-std::string patched_f64(const std::string& payload, std::size_t offset, double value) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return patched(payload, offset, bits);
+  EXPECT_EQ(serialize(*CheckpointStore(unused.image(ImageScope::kFull)).restore()), serialize(unused));
 }
 
 class ContinuousCorruption : public ::testing::Test {
  protected:
   void SetUp() override {
     for (int i = 0; i < 20'000; ++i) filter_.test_and_insert(key_name(i), kStart + milliseconds(i));
-    const FilterImage image = filter_.image(ImageScope::kFull);
-    meta_ = image.meta;
-    for (const auto& slice : image.slices) store_[slice.id] = slice.record;
-    ASSERT_GE(store_.size(), 2U);
+    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
+    ASSERT_GE(store_.slices().size(), 2U);
   }
 
   void expect_rejected_meta(const std::string& payload, const char* what) {
-    EXPECT_THROW(restore_from(with_payload(meta_, payload), store_), FormatError) << what;
+    EXPECT_THROW(store_.restore(with_payload(store_.meta(), payload)), FormatError) << what;
   }
 
   void expect_rejected_page(std::uint64_t id, const std::optional<std::string>& record, const char* what) {
-    Store store = store_;
-    if (record) {
-      store[id] = *record;
-    } else {
-      store.erase(id);
-    }
-    EXPECT_THROW(restore_from(meta_, store), FormatError) << what;
+    EXPECT_THROW(store_.with_slice(id, record).restore(), FormatError) << what;
   }
 
   ContinuousFilter filter_{continuous_options(0.001, 100'000)};
-  std::string meta_;
-  Store store_;
+  CheckpointStore store_;
 };
 
 // Offsets of the metadata payload fields; see continuous_filter.cc.
@@ -403,24 +357,24 @@ constexpr std::size_t kCellsAt = 0, kProbesAt = 8, kExpectedAt = 12, kErrorRateA
                       kPassStartAt = 70, kWordsAt = 78, kMetaSize = 86;
 
 TEST_F(ContinuousCorruption, IntactRecordsRestore) {
-  EXPECT_EQ(payload_of(meta_).size(), kMetaSize);
-  EXPECT_EQ(serialize(*restore_from(meta_, store_)), serialize(filter_));
+  EXPECT_EQ(payload_of(store_.meta()).size(), kMetaSize);
+  EXPECT_EQ(serialize(*store_.restore()), serialize(filter_));
 }
 
 TEST_F(ContinuousCorruption, TruncatedOrPaddedMetadataIsRejected) {
-  const std::string payload = payload_of(meta_);
+  const std::string payload = payload_of(store_.meta());
   for (std::size_t length = 0; length < payload.size(); ++length) {
     expect_rejected_meta(payload.substr(0, length), "truncated");
   }
   expect_rejected_meta(payload + '\0', "trailing byte");
-  std::string raw = meta_;
+  std::string raw = store_.meta();
   raw[raw.size() / 2] ^= 0x01;
-  EXPECT_THROW(restore_from(raw, store_), FormatError) << "checksum";
-  EXPECT_THROW(restore_from(meta_.substr(0, meta_.size() - 1), store_), FormatError) << "cut record";
+  EXPECT_THROW(store_.restore(raw), FormatError) << "checksum";
+  EXPECT_THROW(store_.restore(store_.meta().substr(0, store_.meta().size() - 1)), FormatError) << "cut record";
 }
 
 TEST_F(ContinuousCorruption, ImpossibleMetadataValuesAreRejected) {
-  const std::string p = payload_of(meta_);
+  const std::string p = payload_of(store_.meta());
   const std::uint64_t cells = filter_.cells();
   expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, 0), "no cells");
   expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, cells + 1), "cells off by one");
@@ -446,9 +400,9 @@ TEST_F(ContinuousCorruption, ImpossibleMetadataValuesAreRejected) {
 }
 
 TEST_F(ContinuousCorruption, BadPageRecordsAreRejected) {
-  const std::string first = store_.at(1);
-  const std::string last = store_.rbegin()->second;
-  const std::uint64_t last_id = store_.rbegin()->first;
+  const std::string first = store_.slices().at(1);
+  const std::string last = store_.slices().rbegin()->second;
+  const std::uint64_t last_id = store_.slices().rbegin()->first;
   expect_rejected_page(1, std::nullopt, "missing first page");
   expect_rejected_page(last_id, std::nullopt, "missing last page");
   expect_rejected_page(1, first.substr(0, first.size() - 3), "truncated record");
@@ -469,11 +423,12 @@ TEST_F(ContinuousCorruption, BadPageRecordsAreRejected) {
 }
 
 TEST_F(ContinuousCorruption, MetadataOfAnotherTypeIsRejected) {
-  const Record rec = decode_single_record(meta_);
+  // Given straight to ContinuousFilter::restore: the generic restore would dispatch on the type and kind.
+  const Record rec = decode_single_record(store_.meta());
   const std::string as_spectral = encode_record(RecordKind::kMeta, FilterType::kSpectral, 0, rec.payload);
-  EXPECT_THROW(restore_from(as_spectral, store_), FormatError);
+  EXPECT_THROW(ContinuousFilter::restore(decode_single_record(as_spectral), store_.lookup()), FormatError);
   const std::string as_slice = encode_record(RecordKind::kSlice, FilterType::kContinuous, 0, rec.payload);
-  EXPECT_THROW(restore_from(as_slice, store_), FormatError);
+  EXPECT_THROW(ContinuousFilter::restore(decode_single_record(as_slice), store_.lookup()), FormatError);
 }
 
 }  // namespace

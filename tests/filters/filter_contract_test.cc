@@ -6,11 +6,13 @@
 
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
+#include "checkpoint_store.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
 namespace {
 
+using testing::CheckpointStore;
 using testing::key_name;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
@@ -98,19 +100,13 @@ TEST_P(FilterContract, CorruptedBlobsAreRejected) {
 TEST_P(FilterContract, ACheckpointRestoresFromItsRecords) {
   auto filter = make();
   fill(*filter);
-  std::map<std::uint64_t, std::string> store;
-  const FilterImage full = filter->image(ImageScope::kFull);
-  for (const auto& slice : full.slices) store[slice.id] = slice.record;
-  filter->mark_persisted();
+  CheckpointStore store;
+  const FilterImage full = store.checkpoint(*filter, ImageScope::kFull);
   EXPECT_TRUE(filter->image(ImageScope::kChangedSinceLastPersist).slices.size() < full.slices.size() ||
               full.slices.size() == 1);
-  auto lookup = [&](std::uint64_t id) -> std::optional<std::string> {
-    const auto it = store.find(id);
-    return it == store.end() ? std::nullopt : std::optional<std::string>(it->second);
-  };
-  EXPECT_EQ(serialize(*restore(full.meta, lookup)), serialize(*filter));
-  store.erase(store.begin());
-  EXPECT_THROW(restore(full.meta, lookup), FormatError) << "a missing slice is an error";
+  EXPECT_EQ(serialize(*store.restore()), serialize(*filter));
+  store.slices().erase(store.slices().begin());
+  EXPECT_THROW(store.restore(), FormatError) << "a missing slice is an error";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, FilterContract,

@@ -1,11 +1,13 @@
-// Test support: an exact TTL set (the ground truth every time-based filter is checked against) and a
-// deterministic stream of key sightings whose rate follows a profile.
+// Test support: an exact TTL set (the ground truth every time-based filter is checked against), a
+// deterministic stream of key sightings whose rate follows a profile, and seeded keys with the
+// false-positive rate measured over them.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -46,6 +48,22 @@ std::string key_name(Integer key) {
 
 // A key that no stream ever produces: the probes of the false-positive measurements.
 inline std::string absent_key_name(std::uint64_t probe) { return "absent-" + std::to_string(probe); }
+
+// Key `i` of the family `kind` under a test file's fixed seed: "<kind>/<seed>/<i>".
+inline std::string seeded_key(std::string_view kind, std::uint64_t seed, std::uint64_t i) {
+  return std::string(kind) + "/" + std::to_string(seed) + "/" + std::to_string(i);
+}
+
+// The share of the keys seeded_key(kind, seed, 0 .. queries - 1) that the filter reports present at `now`:
+// its false-positive rate when none of them was inserted.
+inline double measured_fpr(const Filter& filter, std::string_view kind, std::uint64_t seed, std::uint64_t queries,
+                           TimePoint now) {
+  std::uint64_t hits = 0;
+  for (std::uint64_t i = 0; i < queries; ++i) {
+    if (filter.contains(seeded_key(kind, seed, i), now)) ++hits;
+  }
+  return static_cast<double>(hits) / static_cast<double>(queries);
+}
 
 struct Phase {
   Duration length;

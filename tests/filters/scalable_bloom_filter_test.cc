@@ -10,28 +10,32 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <iostream>
 #include <limits>
-#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/options.h"
+#include "checkpoint_store.h"
+#include "ground_truth.h"
 
 namespace bloomgate::filters {
 namespace {
 
+using testing::CheckpointStore;
+using testing::double_bits;
+using testing::edited;
+using testing::measured_fpr;
+using testing::put_le;
+
 constexpr TimePoint kNow{};  // the filter ignores time
 constexpr std::uint64_t kSeed = 0x5eed0003;
 
-std::string key(std::string_view kind, std::uint64_t i) {
-  return std::string(kind) + "/" + std::to_string(kSeed) + "/" + std::to_string(i);
-}
+std::string key(std::string_view kind, std::uint64_t i) { return testing::seeded_key(kind, kSeed, i); }
 
 FilterOptions scalable_options(std::uint64_t initial_capacity, double error_rate, std::uint32_t growth,
                                double tightening = 0.9) {
@@ -44,14 +48,6 @@ FilterOptions scalable_options(std::uint64_t initial_capacity, double error_rate
   return options;
 }
 
-double measured_fpr(const Filter& filter, std::string_view kind, std::uint64_t queries) {
-  std::uint64_t hits = 0;
-  for (std::uint64_t i = 0; i < queries; ++i) {
-    if (filter.contains(key(kind, i), kNow)) ++hits;
-  }
-  return static_cast<double>(hits) / static_cast<double>(queries);
-}
-
 // Inserts fresh keys "present/<i>" from *next_key on until the filter has accepted `target` insertions in
 // total (keys taken for false positives are not inserted and do not count).
 void insert_until(Filter& filter, std::uint64_t target, std::uint64_t& inserted, std::uint64_t& next_key) {
@@ -60,59 +56,10 @@ void insert_until(Filter& filter, std::uint64_t target, std::uint64_t& inserted,
   }
 }
 
-// A checkpoint store: the latest metadata record and slice records by id.
-struct Store {
-  std::string meta;
-  std::map<std::uint64_t, std::string> slices;
-
-  void apply(const FilterImage& image) {
-    meta = image.meta;
-    for (const auto& slice : image.slices) slices[slice.id] = slice.record;
-    for (std::uint64_t id : image.dropped_slice_ids) slices.erase(id);
-  }
-  SliceLookup lookup() const {
-    return [this](std::uint64_t id) -> std::optional<std::string> {
-      const auto it = slices.find(id);
-      if (it == slices.end()) return std::nullopt;
-      return it->second;
-    };
-  }
-  std::unique_ptr<Filter> restore() const {
-    return ScalableBloomFilter::restore(decode_single_record(meta), lookup());
-  }
-};
-
-Store persisted(const Filter& filter) {
-  Store store;
-  store.apply(filter.image(ImageScope::kFull));
-  return store;
-}
-
 std::vector<std::uint64_t> slice_ids(const FilterImage& image) {
   std::vector<std::uint64_t> ids;
   for (const auto& slice : image.slices) ids.push_back(slice.id);
   return ids;
-}
-
-// Re-encodes a record with an edited payload: the checksum stays valid, so only the filter's own
-// validation can reject it.
-std::string with_payload(const std::string& record, const std::function<void(std::string&)>& edit) {
-  const Record rec = decode_single_record(record);
-  std::string payload(rec.payload);
-  edit(payload);
-  return encode_record(rec.kind, rec.type, rec.slice_id, payload);
-}
-
-void put_le(std::string& payload, std::size_t offset, std::uint64_t value, std::size_t width) {
-  for (std::size_t i = 0; i < width; ++i) {
-    payload.at(offset + i) = static_cast<char>((value >> (8 * i)) & 0xFF);
-  }
-}
-
-std::uint64_t double_bits(double value) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
 }
 
 // Metadata payload offsets, as documented in scalable_bloom_filter.h.
@@ -168,7 +115,8 @@ TEST_P(ScalableGrowth, FprBoundHoldsThroughElevenGrowthSteps) {
     insert_until(filter, full_at, inserted, next_key);
     const FilterStats stats = filter.stats(kNow);
     ASSERT_EQ(stats.slices, sub_filters);
-    const double measured = measured_fpr(filter, "absent-" + std::to_string(sub_filters), step_queries);
+    const double measured =
+        measured_fpr(filter, "absent-" + std::to_string(sub_filters), kSeed, step_queries, kNow);
     std::cout << "[ figures  ] scalable s=" << c.growth << " n0=" << c.initial_capacity
               << " P=" << c.error_rate << " sub-filters=" << sub_filters
               << " (newest full) insertions=" << inserted << " measured FPR=" << measured
@@ -181,7 +129,7 @@ TEST_P(ScalableGrowth, FprBoundHoldsThroughElevenGrowthSteps) {
   const FilterStats stats = filter.stats(kNow);
   ASSERT_EQ(stats.slices, 11U);
   const auto queries = static_cast<std::uint64_t>(2000.0 / c.error_rate);
-  const double measured = measured_fpr(filter, "absent-final", queries);
+  const double measured = measured_fpr(filter, "absent-final", kSeed, queries, kNow);
   std::cout << "[ figures  ] scalable s=" << c.growth << " n0=" << c.initial_capacity << " P=" << c.error_rate
             << " after 11 sub-filters: insertions=" << inserted << " keys offered=" << next_key
             << " bits/key=" << stats.bits_per_element << " compound measured FPR=" << measured << " ("
@@ -280,7 +228,8 @@ TEST(ScalableBloomFilter, GrowthStopsAtTheProbeLimit) {
   EXPECT_EQ(stats.slice_stats.front().insertions, 200U - 7U);
   EXPECT_EQ(stats.k, 61U);
   for (std::uint64_t i = 0; i < next_key; ++i) ASSERT_TRUE(filter.contains(key("present", i), kNow));
-  const auto restored = persisted(filter).restore();  // the overfull newest sub-filter is valid
+  // The overfull newest sub-filter is valid.
+  const auto restored = CheckpointStore(filter.image(ImageScope::kFull)).restore();
   expect_equal_stats(filter, *restored);
 }
 
@@ -320,8 +269,7 @@ TEST(ScalableBloomFilter, CheckpointsWriteOnlyTheNewestSubFilter) {
   const FilterImage full = filter.image(ImageScope::kFull);
   EXPECT_EQ(slice_ids(full), (std::vector<std::uint64_t>{1, 2, 3, 4}));
   EXPECT_TRUE(full.dropped_slice_ids.empty());
-  Store store;
-  store.apply(full);
+  CheckpointStore store(full);
   filter.mark_persisted();
   EXPECT_TRUE(filter.image(ImageScope::kChangedSinceLastPersist).slices.empty());
 
@@ -357,36 +305,33 @@ class ScalableCorruption : public ::testing::Test {
     std::uint64_t inserted = 0;
     std::uint64_t next_key = 0;
     insert_until(filter_, 1000, inserted, next_key);  // four sub-filters, as above
-    store_ = persisted(filter_);
-    ASSERT_EQ(store_.slices.size(), 4U);
+    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
+    ASSERT_EQ(store_.slices().size(), 4U);
   }
   void expect_rejected_meta(const std::string& meta) const {
     EXPECT_THROW(ScalableBloomFilter::restore(decode_single_record(meta), store_.lookup()), FormatError);
   }
   void expect_rejected_meta_field(std::size_t offset, std::uint64_t value, std::size_t width) const {
-    expect_rejected_meta(with_payload(store_.meta, [&](std::string& p) { put_le(p, offset, value, width); }));
+    expect_rejected_meta(edited(store_.meta(), [&](std::string& p) { put_le(p, offset, value, width); }));
   }
   void expect_rejected_record(std::uint64_t id, const std::optional<std::string>& record) const {
-    Store broken = store_;
-    broken.slices.erase(id);
-    if (record) broken.slices[id] = *record;
-    EXPECT_THROW(broken.restore(), FormatError);
+    EXPECT_THROW(store_.with_slice(id, record).restore(), FormatError);
   }
 
   ScalableBloomFilter filter_{scalable_options(100, 1e-2, 2)};
-  Store store_;
+  CheckpointStore store_;
 };
 
 TEST_F(ScalableCorruption, IntactStoreRestores) { EXPECT_NO_THROW(store_.restore()); }
 
 TEST_F(ScalableCorruption, TruncatedOrPaddedMetaIsRejected) {
-  const std::size_t size = decode_single_record(store_.meta).payload.size();
+  const std::size_t size = decode_single_record(store_.meta()).payload.size();
   ASSERT_EQ(size, sub_filter_at(4));
   for (std::size_t length = 0; length < size; ++length) {
-    expect_rejected_meta(with_payload(store_.meta, [&](std::string& p) { p.resize(length); }));
+    expect_rejected_meta(edited(store_.meta(), [&](std::string& p) { p.resize(length); }));
   }
-  expect_rejected_meta(with_payload(store_.meta, [](std::string& p) { p.push_back('\0'); }));
-  std::string flipped = store_.meta;
+  expect_rejected_meta(edited(store_.meta(), [](std::string& p) { p.push_back('\0'); }));
+  std::string flipped = store_.meta();
   flipped[kRecordHeaderSize + 5] = static_cast<char>(flipped[kRecordHeaderSize + 5] ^ 0x01);
   EXPECT_THROW(decode_single_record(flipped), FormatError);
 }
@@ -421,7 +366,7 @@ TEST_F(ScalableCorruption, ImpossibleSubFilterFieldsAreRejected) {
   expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits,
                              (ScalableBloomFilter::kMaxSubFilterBits / 10) & ~std::uint64_t{63}, 8);
   // Sub-filter 0 (n = 100, error 1e-3): k = 10 and 4096-bit slices; 5 x 8192 bits has the same size.
-  expect_rejected_meta(with_payload(store_.meta, [](std::string& p) {
+  expect_rejected_meta(edited(store_.meta(), [](std::string& p) {
     put_le(p, sub_filter_at(0) + kSubProbes, 5, 4);
     put_le(p, sub_filter_at(0) + kSubSliceBits, 8192, 8);
   }));
@@ -434,24 +379,24 @@ TEST_F(ScalableCorruption, ImpossibleSubFilterFieldsAreRejected) {
 }
 
 TEST_F(ScalableCorruption, WrongRecordKindOrTypeIsRejected) {
-  const Record meta = decode_single_record(store_.meta);
+  const Record meta = decode_single_record(store_.meta());
   expect_rejected_meta(encode_record(RecordKind::kMeta, FilterType::kBloom, 0, meta.payload));
   expect_rejected_meta(encode_record(RecordKind::kSlice, FilterType::kScalable, 0, meta.payload));
 }
 
 TEST_F(ScalableCorruption, BadSubFilterRecordsAreRejected) {
-  const std::string& record = store_.slices.at(2);
+  const std::string& record = store_.slices().at(2);
   const Record rec = decode_single_record(record);
   expect_rejected_record(2, std::nullopt);
   expect_rejected_record(4, std::nullopt);
-  expect_rejected_record(2, store_.slices.at(3));
+  expect_rejected_record(2, store_.slices().at(3));
   expect_rejected_record(2, encode_record(RecordKind::kSlice, FilterType::kScalable, 3, rec.payload));
   expect_rejected_record(2, encode_record(RecordKind::kSlice, FilterType::kBloom, 2, rec.payload));
   expect_rejected_record(2, encode_record(RecordKind::kMeta, FilterType::kScalable, 2, rec.payload));
-  expect_rejected_record(2, with_payload(record, [](std::string& p) { p.resize(p.size() - 8); }));
-  expect_rejected_record(2, with_payload(record, [](std::string& p) { p.resize(p.size() - 1); }));
-  expect_rejected_record(2, with_payload(record, [](std::string& p) { p.append(8, '\0'); }));
-  expect_rejected_record(2, with_payload(record, [](std::string& p) { p.assign(p.size(), '\0'); }));
+  expect_rejected_record(2, edited(record, [](std::string& p) { p.resize(p.size() - 8); }));
+  expect_rejected_record(2, edited(record, [](std::string& p) { p.resize(p.size() - 1); }));
+  expect_rejected_record(2, edited(record, [](std::string& p) { p.append(8, '\0'); }));
+  expect_rejected_record(2, edited(record, [](std::string& p) { p.assign(p.size(), '\0'); }));
   std::string flipped = record;
   flipped[kRecordHeaderSize + 11] = static_cast<char>(flipped[kRecordHeaderSize + 11] ^ 0x40);
   expect_rejected_record(2, flipped);

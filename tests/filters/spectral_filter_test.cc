@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -15,13 +14,19 @@
 #include <vector>
 
 #include "bloomgate/filters/options.h"
+#include "checkpoint_store.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
 namespace {
 
+using testing::CheckpointStore;
 using testing::absent_key_name;
 using testing::key_name;
+using testing::patched;
+using testing::patched_f64;
+using testing::payload_of;
+using testing::with_payload;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 
@@ -259,29 +264,14 @@ TEST(SpectralFilter, StatsDescribeTheFilter) {
   EXPECT_FALSE(s.effective_window.has_value());
 }
 
-using Store = std::map<std::uint64_t, std::string>;
-
-SliceLookup lookup_in(const Store& store) {
-  return [&store](std::uint64_t id) -> std::optional<std::string> {
-    const auto it = store.find(id);
-    return it == store.end() ? std::nullopt : std::optional<std::string>(it->second);
-  };
-}
-
-std::unique_ptr<Filter> restore_from(const std::string& meta_record, const Store& store) {
-  return SpectralFilter::restore(decode_single_record(meta_record), lookup_in(store));
-}
-
 class SpectralRoundTrip : public ::testing::TestWithParam<SpectralMode> {};
 
 TEST_P(SpectralRoundTrip, ThroughCheckpointRecords) {
   SpectralFilter filter(spectral_options(GetParam(), 0.01, 300'000));
-  Store store;
+  CheckpointStore store;
   auto persist = [&](ImageScope scope) {
-    const FilterImage image = filter.image(scope);
-    for (const auto& slice : image.slices) store[slice.id] = slice.record;
+    FilterImage image = store.checkpoint(filter, scope);
     EXPECT_TRUE(image.dropped_slice_ids.empty());
-    filter.mark_persisted();
     return image;
   };
   const auto counts = zipf_counts(20'000, 60'000, 1.0, 207);
@@ -292,7 +282,7 @@ TEST_P(SpectralRoundTrip, ThroughCheckpointRecords) {
   const FilterImage delta = persist(ImageScope::kChangedSinceLastPersist);
   EXPECT_LE(delta.slices.size(), 2U * filter.probes()) << "only the pages of the key's counters change";
 
-  const auto restored = restore_from(delta.meta, store);
+  const auto restored = store.restore();
   ASSERT_EQ(restored->type(), FilterType::kSpectral);
   EXPECT_EQ(serialize(*restored), serialize(filter));
   auto& spectral = static_cast<SpectralFilter&>(*restored);
@@ -310,27 +300,6 @@ INSTANTIATE_TEST_SUITE_P(Modes, SpectralRoundTrip,
                          ::testing::Values(SpectralMode::kMinimumSelection, SpectralMode::kMinimalIncrease,
                                            SpectralMode::kRecurringMinimum));
 
-std::string with_payload(const std::string& record, const std::string& payload) {
-  const Record rec = decode_single_record(record);
-  return encode_record(rec.kind, rec.type, rec.slice_id, payload);
-}
-
-std::string payload_of(const std::string& record) { return std::string(decode_single_record(record).payload); }
-
-template <typename T>
-std::string patched(std::string payload, std::size_t offset, T value) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    payload[offset + i] = static_cast<char>((static_cast<std::uint64_t>(value) >> (8 * i)) & 0xFF);
-  }
-  return payload;
-}
-
-std::string patched_f64(const std::string& payload, std::size_t offset, double value) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return patched(payload, offset, bits);
-}
-
 // Offsets of the metadata payload fields; see spectral_filter.cc.
 constexpr std::size_t kModeAt = 0, kExpectedAt = 1, kErrorRateAt = 9, kPrimaryCountersAt = 17, kPrimaryProbesAt = 25,
                       kSecondaryCountersAt = 29, kSecondaryProbesAt = 37, kSeenAt = 41, kWordsAt = 50,
@@ -340,49 +309,40 @@ class SpectralCorruption : public ::testing::Test {
  protected:
   void SetUp() override {
     for (std::uint64_t key = 0; key < 20'000; ++key) filter_.test_and_insert(key_hash(key), kStart);
-    const FilterImage image = filter_.image(ImageScope::kFull);
-    meta_ = image.meta;
-    for (const auto& slice : image.slices) store_[slice.id] = slice.record;
-    ASSERT_GE(store_.size(), 2U);
+    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
+    ASSERT_GE(store_.slices().size(), 2U);
   }
 
   void expect_rejected_meta(const std::string& payload, const char* what) {
-    EXPECT_THROW(restore_from(with_payload(meta_, payload), store_), FormatError) << what;
+    EXPECT_THROW(store_.restore(with_payload(store_.meta(), payload)), FormatError) << what;
   }
 
   void expect_rejected_page(std::uint64_t id, const std::optional<std::string>& record, const char* what) {
-    Store store = store_;
-    if (record) {
-      store[id] = *record;
-    } else {
-      store.erase(id);
-    }
-    EXPECT_THROW(restore_from(meta_, store), FormatError) << what;
+    EXPECT_THROW(store_.with_slice(id, record).restore(), FormatError) << what;
   }
 
   SpectralFilter filter_{spectral_options(SpectralMode::kRecurringMinimum, 0.001, 20'001)};
-  std::string meta_;
-  Store store_;
+  CheckpointStore store_;
 };
 
 TEST_F(SpectralCorruption, IntactRecordsRestore) {
-  EXPECT_EQ(payload_of(meta_).size(), kMetaSize);
-  EXPECT_EQ(serialize(*restore_from(meta_, store_)), serialize(filter_));
+  EXPECT_EQ(payload_of(store_.meta()).size(), kMetaSize);
+  EXPECT_EQ(serialize(*store_.restore()), serialize(filter_));
 }
 
 TEST_F(SpectralCorruption, TruncatedOrPaddedMetadataIsRejected) {
-  const std::string payload = payload_of(meta_);
+  const std::string payload = payload_of(store_.meta());
   for (std::size_t length = 0; length < payload.size(); ++length) {
     expect_rejected_meta(payload.substr(0, length), "truncated");
   }
   expect_rejected_meta(payload + '\0', "trailing byte");
-  std::string raw = meta_;
+  std::string raw = store_.meta();
   raw[raw.size() / 2] ^= 0x01;
-  EXPECT_THROW(restore_from(raw, store_), FormatError) << "checksum";
+  EXPECT_THROW(store_.restore(raw), FormatError) << "checksum";
 }
 
 TEST_F(SpectralCorruption, ImpossibleMetadataValuesAreRejected) {
-  const std::string p = payload_of(meta_);
+  const std::string p = payload_of(store_.meta());
   expect_rejected_meta(patched<std::uint8_t>(p, kModeAt, 0), "mode 0");
   expect_rejected_meta(patched<std::uint8_t>(p, kModeAt, 4), "mode 4");
   expect_rejected_meta(patched<std::uint8_t>(p, kModeAt, 1), "MS with a secondary table");
@@ -405,9 +365,9 @@ TEST_F(SpectralCorruption, ImpossibleMetadataValuesAreRejected) {
 }
 
 TEST_F(SpectralCorruption, BadPageRecordsAreRejected) {
-  const std::string first = store_.at(1);
-  const std::string last = store_.rbegin()->second;
-  const std::uint64_t last_id = store_.rbegin()->first;
+  const std::string first = store_.slices().at(1);
+  const std::string last = store_.slices().rbegin()->second;
+  const std::uint64_t last_id = store_.slices().rbegin()->first;
   expect_rejected_page(1, std::nullopt, "missing first page");
   expect_rejected_page(last_id, std::nullopt, "missing last page");
   expect_rejected_page(1, first.substr(0, first.size() - 3), "truncated record");

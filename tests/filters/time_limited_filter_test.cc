@@ -4,14 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include "bloomgate/filters/options.h"
+#include "checkpoint_store.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
 namespace {
 
+using testing::CheckpointStore;
 using testing::ExactTtlSet;
 using testing::Phase;
 using testing::absent_key_name;
@@ -279,25 +279,15 @@ TEST(TimeLimitedFilter, StatsDescribeTheWindow) {
 
 TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
-  std::map<std::uint64_t, std::string> store;
-  auto persist = [&](ImageScope scope) {
-    const FilterImage image = filter.image(scope);
-    for (const auto& slice : image.slices) store[slice.id] = slice.record;
-    for (std::uint64_t id : image.dropped_slice_ids) store.erase(id);
-    filter.mark_persisted();
-    return image;
-  };
+  CheckpointStore store;
   run_stream({{seconds(15), 500}}, 0.2, 1000, true, 71, kStart,
              [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
-  persist(ImageScope::kFull);
+  store.checkpoint(filter, ImageScope::kFull);
   const TimePoint later = kStart + seconds(15);
   for (int i = 0; i < 10; ++i) filter.test_and_insert(key_name(1'000'000 + i), later);
-  const FilterImage delta = persist(ImageScope::kChangedSinceLastPersist);
+  const FilterImage delta = store.checkpoint(filter, ImageScope::kChangedSinceLastPersist);
   EXPECT_LE(delta.slices.size(), filter.params().k + 1U) << "only the slices being written change";
-  const auto restored = restore(delta.meta, [&](std::uint64_t id) -> std::optional<std::string> {
-    const auto it = store.find(id);
-    return it == store.end() ? std::nullopt : std::optional<std::string>(it->second);
-  });
+  const auto restored = store.restore();
   EXPECT_EQ(serialize(*restored), serialize(filter));
   for (std::uint64_t key = 0; key < 3000; ++key) {
     ASSERT_EQ(restored->contains(key_name(key), later), filter.contains(key_name(key), later)) << key;
