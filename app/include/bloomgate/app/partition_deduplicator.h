@@ -1,0 +1,60 @@
+// File: partition_deduplicator.h
+//
+// What happens to one consumed event of one input partition, without any Kafka: its key is extracted
+// (KeyExtractor), its time is decided (EventClock), and the partition's filter says whether the key was
+// seen within the TTL. The Kafka loop turns each Verdict into a produce: forward to the output topic,
+// write to the duplicates topic or drop, or send to the dead-letter topic with the reason.
+//
+// One instance per input (topic, partition): it owns that partition's filter, which is also what a
+// checkpoint persists (filter()). Thread-safety: none; one partition worker owns it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "bloomgate/app/event_clock.h"
+#include "bloomgate/app/key_extractor.h"
+#include "bloomgate/config/config.h"
+#include "bloomgate/filters/filter.h"
+#include "bloomgate/filters/options.h"
+
+namespace bloomgate::app {
+
+enum class Outcome { kForward, kDuplicate, kDeadLetter };
+
+struct Verdict {
+  Outcome outcome = Outcome::kForward;
+  std::optional<Rejection> rejection;  // set exactly when outcome is kDeadLetter
+  filters::TimePoint time{};           // the time the filter was asked with
+};
+
+struct PartitionCounters {
+  std::uint64_t forwarded = 0;
+  std::uint64_t duplicates = 0;
+  std::uint64_t dead_lettered = 0;
+};
+
+// The filter a pipeline's settings describe. Throws std::invalid_argument on settings the filters reject.
+filters::FilterOptions filter_options_for(const config::PipelineSettings& pipeline);
+
+class PartitionDeduplicator {
+ public:
+  PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now);
+
+  // record_timestamp_ms: the record's timestamp in ms since the epoch, or -1 when it has none.
+  Verdict decide(const EventView& event, std::int64_t record_timestamp_ms);
+
+  const filters::Filter& filter() const noexcept { return *filter_; }
+  filters::Filter& filter() noexcept { return *filter_; }
+  const PartitionCounters& counters() const noexcept { return counters_; }
+  const EventClockCounters& clock_counters() const noexcept { return clock_.counters(); }
+
+ private:
+  KeyExtractor extractor_;
+  EventClock clock_;
+  std::unique_ptr<filters::Filter> filter_;
+  PartitionCounters counters_;
+};
+
+}  // namespace bloomgate::app

@@ -1,0 +1,47 @@
+#include "bloomgate/app/partition_deduplicator.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace bloomgate::app {
+
+filters::FilterOptions filter_options_for(const config::PipelineSettings& pipeline) {
+  const auto type = filters::parse_filter_type(pipeline.filter.type);
+  if (!type) throw std::invalid_argument("unknown filter type " + pipeline.filter.type);
+  filters::FilterOptions options;
+  options.type = *type;
+  options.error_rate = pipeline.filter.error_rate;
+  options.ttl = pipeline.ttl;
+  options.expected_per_ttl = pipeline.filter.expected_per_ttl;
+  options.window = pipeline.filter.window;
+  options.level = pipeline.filter.level;
+  options.refresh_on_duplicate = pipeline.refresh_on_duplicate;
+  filters::validate(options);
+  return options;
+}
+
+PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now)
+    : extractor_(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes),
+      clock_(pipeline.time, std::move(now)),
+      filter_(filters::make_filter(filter_options_for(pipeline))) {}
+
+Verdict PartitionDeduplicator::decide(const EventView& event, std::int64_t record_timestamp_ms) {
+  Verdict verdict;
+  verdict.time = clock_.time_of(record_timestamp_ms);
+  ExtractionResult extracted = extractor_.extract(event);
+  if (!extracted.has_key()) {
+    verdict.outcome = Outcome::kDeadLetter;
+    verdict.rejection = extracted.rejection();
+    ++counters_.dead_lettered;
+    return verdict;
+  }
+  if (filter_->test_and_insert(extracted.key().bytes(), verdict.time)) {
+    verdict.outcome = Outcome::kDuplicate;
+    ++counters_.duplicates;
+  } else {
+    ++counters_.forwarded;
+  }
+  return verdict;
+}
+
+}  // namespace bloomgate::app

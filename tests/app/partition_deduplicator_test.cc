@@ -1,0 +1,108 @@
+// One partition's verdicts: forward, duplicate or dead-letter, with event time and processing time.
+#include "bloomgate/app/partition_deduplicator.h"
+
+#include <gtest/gtest.h>
+
+namespace bloomgate::app {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::int64_t kT0 = 1'700'000'000'000;  // ms since the epoch
+
+config::PipelineSettings json_pipeline() {
+  config::PipelineSettings p;
+  p.name = "orders";
+  p.inputs = {"orders"};
+  p.output = "orders-unique";
+  p.key.from = config::KeySource::kJson;
+  p.key.pointer = "/order_id";
+  p.ttl = 10min;
+  p.filter.expected_per_ttl = 10'000;
+  return p;
+}
+
+struct Fixture {
+  explicit Fixture(config::PipelineSettings p = json_pipeline())
+      : dedup(p, [this] { return processing_now; }) {}
+  // Processing time follows the stream (a live consumer reads records moments after they are written),
+  // unless a test holds it.
+  Outcome decide(std::string_view value, std::int64_t ts_ms) {
+    if (follow_stream) processing_now = std::max(processing_now, filters::from_epoch_millis(ts_ms));
+    return dedup.decide(EventView{std::nullopt, value, {}}, ts_ms).outcome;
+  }
+  bool follow_stream = true;
+  filters::TimePoint processing_now = filters::from_epoch_millis(kT0);
+  PartitionDeduplicator dedup;
+};
+
+TEST(PartitionDeduplicator, ForwardsNewKeysAndDropsRepeatsWithinTheTtl) {
+  Fixture f;
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0), Outcome::kForward);
+  EXPECT_EQ(f.decide(R"({"order_id": "b"})", kT0 + 1), Outcome::kForward);
+  EXPECT_EQ(f.decide(R"({"order_id": "a", "retry": 1})", kT0 + 9 * 60'000), Outcome::kDuplicate);
+  // Past the TTL: new again. (A key lives until its generation's last insertion plus the TTL, here "b"
+  // at kT0 + 1 ms: the time-limited filter's documented slack.)
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0 + 10 * 60'000 + 2), Outcome::kForward);
+  EXPECT_EQ(f.dedup.counters().forwarded, 3U);
+  EXPECT_EQ(f.dedup.counters().duplicates, 1U);
+}
+
+TEST(PartitionDeduplicator, UnkeyableEventsGoToTheDeadLetterTopicWithTheirReason) {
+  Fixture f;
+  const Verdict missing = f.dedup.decide(EventView{std::nullopt, R"({"id": 1})", {}}, kT0);
+  EXPECT_EQ(missing.outcome, Outcome::kDeadLetter);
+  ASSERT_TRUE(missing.rejection);
+  EXPECT_EQ(reason_name(missing.rejection->reason), "missing_field");
+  const Verdict malformed = f.dedup.decide(EventView{std::nullopt, R"({"order_id": "a")", {}}, kT0);
+  EXPECT_EQ(reason_name(malformed.rejection->reason), "malformed_json");
+  EXPECT_EQ(f.dedup.counters().dead_lettered, 2U);
+  EXPECT_EQ(f.dedup.counters().forwarded, 0U) << "a rejected event never reaches the filter";
+}
+
+TEST(PartitionDeduplicator, RefreshKeepsARepeatingKeyAlive) {
+  config::PipelineSettings p = json_pipeline();
+  p.refresh_on_duplicate = true;
+  Fixture f(p);
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0), Outcome::kForward);
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0 + 9 * 60'000), Outcome::kDuplicate);
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0 + 18 * 60'000), Outcome::kDuplicate)
+      << "nine minutes after the last sighting";
+}
+
+TEST(PartitionDeduplicator, ProcessingTimeIgnoresRecordTimestamps) {
+  config::PipelineSettings p = json_pipeline();
+  p.time = config::TimeSource::kProcessing;
+  Fixture f(p);
+  f.follow_stream = false;
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0 + 3'600'000), Outcome::kForward);
+  f.processing_now += 11min;
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0), Outcome::kForward) << "eleven processing minutes later";
+}
+
+TEST(PartitionDeduplicator, AFarFutureTimestampCannotExpireTheFilter) {
+  Fixture f;
+  f.follow_stream = false;
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0), Outcome::kForward);
+  // A record stamped a day ahead is capped near processing time, so "a" is still remembered.
+  EXPECT_EQ(f.decide(R"({"order_id": "z"})", kT0 + 86'400'000), Outcome::kForward);
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0 + 1), Outcome::kDuplicate);
+  EXPECT_EQ(f.dedup.clock_counters().clamped_future, 1U);
+}
+
+TEST(PartitionDeduplicator, FilterOptionsFollowThePipeline) {
+  config::PipelineSettings p = json_pipeline();
+  p.filter.type = "age_partitioned";
+  p.filter.error_rate = 0.01;
+  p.filter.window = 5000;
+  const filters::FilterOptions o = filter_options_for(p);
+  EXPECT_EQ(o.type, filters::FilterType::kAgePartitioned);
+  EXPECT_EQ(o.error_rate, 0.01);
+  EXPECT_EQ(o.window, 5000U);
+  EXPECT_EQ(o.ttl, 10min);
+  p.filter.type = "cuckoo";
+  EXPECT_THROW(filter_options_for(p), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace bloomgate::app
