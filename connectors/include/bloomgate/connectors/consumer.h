@@ -1,0 +1,124 @@
+// File: consumer.h
+//
+// The group consumer. It always uses cooperative-sticky assignment (a rebalance moves only the
+// partitions that change owner, so the pipeline keeps the filters of the partitions it keeps), and
+// never commits or stores offsets on its own (enable.auto.commit=false, enable.auto.offset.store=false):
+// offsets are committed by the pipeline after its checkpoint, through commit().
+//
+// Rebalances: librdkafka calls the rebalance callback from poll() and close(), on the calling thread.
+// It forwards the changed partitions, then applies them:
+//   assigned  on_assigned(partitions) runs BEFORE the partitions are assigned; it may set each
+//             partition's `offset` to say where to start (kNoOffset: the committed offset, else
+//             auto.offset.reset). Then rd_kafka_incremental_assign.
+//   revoked   on_revoked(partitions) runs BEFORE the partitions are taken away, so the pipeline can
+//             checkpoint and commit them; then rd_kafka_incremental_unassign.
+//   lost      on_lost(partitions) instead of on_revoked when the assignment was lost (session timeout,
+//             fenced): another member may already own them, so committing would fail or be wrong.
+// If the group ends up on the EAGER protocol (a member that does not support cooperative), the full
+// assignment is replaced (rd_kafka_assign) and the same functions are called with the full lists.
+// An exception from these functions is caught and reported, and the assignment change is applied anyway
+// (leaving the consumer half-rebalanced would stall the whole group).
+//
+// Ownership: owns its rd_kafka_t; the destructor calls close() if it was not called, which may run
+// on_revoked, so whatever the functions capture must outlive the Consumer. Messages returned by poll()
+// must be destroyed before the Consumer. Not movable: librdkafka holds a pointer to this.
+//
+// Thread-safety: poll, commit and close from one thread (the partition callbacks run there too);
+// committed() and assignment() from any thread.
+#pragma once
+
+#include "bloomgate/connectors/client_hooks.h"
+#include "bloomgate/connectors/handles.h"
+#include "bloomgate/connectors/kafka_config.h"
+#include "bloomgate/connectors/kafka_error.h"
+#include "bloomgate/connectors/message.h"
+#include "bloomgate/connectors/topic_partition.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bloomgate::connectors {
+
+using PartitionsFunction = std::function<void(TopicPartitions& partitions)>;
+// The result of an asynchronous commit (served by poll()).
+using CommitFunction = std::function<void(const KafkaError& error, const TopicPartitions& offsets)>;
+
+struct ConsumerOptions {
+  std::string group_id;                          // required
+  std::optional<std::string> group_instance_id;  // static membership: a restart within
+                                                 // session.timeout.ms does not rebalance
+  PartitionsFunction on_assigned;
+  PartitionsFunction on_revoked;
+  PartitionsFunction on_lost;
+  CommitFunction on_commit;
+  ClientHooks hooks;
+};
+
+enum class CommitMode { kSync, kAsync };
+
+class Consumer {
+ public:
+  // `config` must name bootstrap.servers. Throws KafkaException if the client cannot be created.
+  Consumer(const KafkaConfig& config, ConsumerOptions options);
+  ~Consumer();
+  Consumer(const Consumer&) = delete;
+  Consumer& operator=(const Consumer&) = delete;
+  Consumer(Consumer&&) = delete;
+  Consumer& operator=(Consumer&&) = delete;
+
+  // Replaces the subscription. Joining the group happens in later poll() calls.
+  [[nodiscard]] KafkaError subscribe(const std::vector<std::string>& topics);
+
+  // The next message, or nothing when the timeout passed first. Also serves rebalances, errors and
+  // commit results. A returned message may carry an error instead of data (message.h).
+  [[nodiscard]] std::optional<ConsumedMessage> poll(std::chrono::milliseconds timeout);
+
+  // Commits the given offsets (next offset to read, with optional metadata). kSync waits for the
+  // coordinator's answer; kAsync returns at once and reports through on_commit from poll().
+  [[nodiscard]] KafkaError commit(const TopicPartitions& offsets, CommitMode mode);
+
+  // The committed offsets (and metadata) of the given partitions, asked from the coordinator.
+  [[nodiscard]] KafkaResult<TopicPartitions> committed(const TopicPartitions& partitions,
+                                                       std::chrono::milliseconds timeout) const;
+
+  // The partitions currently assigned to this member.
+  [[nodiscard]] KafkaResult<TopicPartitions> assignment() const;
+
+  // Leaves the group (running on_revoked for what it owns) and stops fetching. Idempotent.
+  KafkaError close();
+
+  [[nodiscard]] std::uint64_t callback_exceptions() const noexcept { return callbacks_.exceptions_caught(); }
+  [[nodiscard]] rd_kafka_t* native_handle() const noexcept { return handle_.get(); }
+
+ private:
+  class Callbacks : public CallbackGuard {
+   public:
+    explicit Callbacks(ConsumerOptions& options);
+    void rebalance(rd_kafka_t* handle, rd_kafka_resp_err_t reason, rd_kafka_topic_partition_list_t* partitions) noexcept;
+    void committed(rd_kafka_resp_err_t result, const rd_kafka_topic_partition_list_t* offsets) noexcept;
+
+   private:
+    void assign(rd_kafka_t* handle, rd_kafka_topic_partition_list_t* partitions, bool cooperative) noexcept;
+    void revoke(rd_kafka_t* handle, rd_kafka_topic_partition_list_t* partitions, bool cooperative) noexcept;
+    void apply_error(const KafkaError& error) noexcept;
+
+    PartitionsFunction on_assigned_;
+    PartitionsFunction on_revoked_;
+    PartitionsFunction on_lost_;
+    CommitFunction on_commit_;
+  };
+  static void rebalance_trampoline(rd_kafka_t* handle, rd_kafka_resp_err_t reason,
+                                   rd_kafka_topic_partition_list_t* partitions, void* opaque);
+  static void commit_trampoline(rd_kafka_t* handle, rd_kafka_resp_err_t result,
+                                rd_kafka_topic_partition_list_t* offsets, void* opaque);
+
+  Callbacks callbacks_;  // declared before handle_: outlives it
+  KafkaHandle handle_;
+  bool closed_ = false;
+};
+
+}  // namespace bloomgate::connectors

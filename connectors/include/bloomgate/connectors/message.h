@@ -1,0 +1,62 @@
+// File: message.h
+//
+// A consumed message. It owns the rd_kafka_message_t (MessageHandle) and gives zero-copy views into it,
+// so every string_view it returns lives as long as the ConsumedMessage. A ConsumedMessage must be
+// destroyed before the Consumer that returned it (librdkafka's rule: messages hold references into the
+// client instance).
+//
+// A message may carry an error instead of data (a consumer error, or partition EOF if
+// enable.partition.eof is set): check `error().ok()` first.
+//
+// Thread-safety: none; a message belongs to the thread that polled it (it may be handed over).
+#pragma once
+
+#include "bloomgate/connectors/handles.h"
+#include "bloomgate/connectors/kafka_error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace bloomgate::connectors {
+
+// A header as Kafka stores it: a name and a value that may be null (absent) rather than empty.
+struct HeaderView {
+  std::string_view name;
+  std::optional<std::string_view> value;
+};
+
+enum class TimestampType { kNotAvailable, kCreateTime, kLogAppendTime };
+
+class ConsumedMessage {
+ public:
+  explicit ConsumedMessage(MessageHandle message);
+
+  [[nodiscard]] KafkaError error() const;
+  [[nodiscard]] bool is_partition_eof() const noexcept;
+
+  [[nodiscard]] std::string_view topic() const noexcept;
+  [[nodiscard]] std::int32_t partition() const noexcept { return message_->partition; }
+  [[nodiscard]] std::int64_t offset() const noexcept { return message_->offset; }
+  // Null key / null value (tombstone) are distinct from empty ones.
+  [[nodiscard]] std::optional<std::string_view> key() const noexcept;
+  [[nodiscard]] std::optional<std::string_view> value() const noexcept;
+  // Milliseconds since the epoch; nothing when the broker did not provide one.
+  [[nodiscard]] std::optional<std::int64_t> timestamp_ms() const noexcept;
+  [[nodiscard]] TimestampType timestamp_type() const noexcept;
+
+  // All headers in order (Kafka allows repeated names).
+  [[nodiscard]] std::vector<HeaderView> headers() const;
+  // The last header called `name`: nothing if absent; a null value is an engaged optional<optional>.
+  [[nodiscard]] std::optional<std::optional<std::string_view>> header(const char* name) const;
+
+  [[nodiscard]] const rd_kafka_message_t* native() const noexcept { return message_.get(); }
+
+ private:
+  [[nodiscard]] rd_kafka_headers_t* native_headers() const noexcept;
+
+  MessageHandle message_;
+};
+
+}  // namespace bloomgate::connectors

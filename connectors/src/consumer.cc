@@ -1,0 +1,179 @@
+// File: consumer.cc
+#include "bloomgate/connectors/consumer.h"
+
+#include "client.h"
+
+#include <cstring>
+
+namespace bloomgate::connectors {
+namespace {
+
+using detail::to_timeout_ms;
+
+bool uses_cooperative_protocol(rd_kafka_t* handle) {
+  const char* protocol = rd_kafka_rebalance_protocol(handle);
+  return protocol != nullptr && std::strcmp(protocol, "COOPERATIVE") == 0;
+}
+
+// on_assigned may have chosen start offsets: copy them into the list librdkafka will assign.
+void copy_start_offsets(const TopicPartitions& chosen, rd_kafka_topic_partition_list_t* partitions) {
+  for (const TopicPartition& partition : chosen) {
+    rd_kafka_topic_partition_t* element =
+        rd_kafka_topic_partition_list_find(partitions, partition.topic.c_str(), partition.partition);
+    if (element != nullptr) element->offset = partition.offset;
+  }
+}
+
+}  // namespace
+
+Consumer::Callbacks::Callbacks(ConsumerOptions& options)
+    : CallbackGuard(std::move(options.hooks)),
+      on_assigned_(std::move(options.on_assigned)),
+      on_revoked_(std::move(options.on_revoked)),
+      on_lost_(std::move(options.on_lost)),
+      on_commit_(std::move(options.on_commit)) {}
+
+Consumer::Consumer(const KafkaConfig& config, ConsumerOptions options) : callbacks_(options) {
+  if (options.group_id.empty()) throw KafkaException(KafkaError::invalid_argument("a consumer needs a group.id"));
+  ConfHandle conf = config.duplicate();
+  detail::require_property(conf.get(), "group.id", options.group_id.c_str());
+  if (options.group_instance_id) {
+    detail::require_property(conf.get(), "group.instance.id", options.group_instance_id->c_str());
+  }
+  // Set last, so that they win over anything in `config`: the pipeline's correctness depends on them.
+  detail::require_property(conf.get(), "partition.assignment.strategy", "cooperative-sticky");
+  detail::require_property(conf.get(), "enable.auto.commit", "false");
+  detail::require_property(conf.get(), "enable.auto.offset.store", "false");
+  detail::install_guarded_callbacks(conf.get(), &callbacks_);
+  rd_kafka_conf_set_rebalance_cb(conf.get(), rebalance_trampoline);
+  rd_kafka_conf_set_offset_commit_cb(conf.get(), commit_trampoline);
+  handle_ = detail::create_client(RD_KAFKA_CONSUMER, std::move(conf), "consumer");
+  // Serve client errors and commit results from poll() too, so one thread polls one queue.
+  rd_kafka_poll_set_consumer(handle_.get());
+}
+
+Consumer::~Consumer() { close(); }
+
+void Consumer::rebalance_trampoline(rd_kafka_t* handle, rd_kafka_resp_err_t reason,
+                                    rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+  auto* callbacks = static_cast<Callbacks*>(static_cast<CallbackGuard*>(opaque));
+  if (callbacks != nullptr) callbacks->rebalance(handle, reason, partitions);
+}
+
+void Consumer::commit_trampoline(rd_kafka_t* /*handle*/, rd_kafka_resp_err_t result,
+                                 rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+  auto* callbacks = static_cast<Callbacks*>(static_cast<CallbackGuard*>(opaque));
+  if (callbacks != nullptr) callbacks->committed(result, offsets);
+}
+
+void Consumer::Callbacks::rebalance(rd_kafka_t* handle, rd_kafka_resp_err_t reason,
+                                    rd_kafka_topic_partition_list_t* partitions) noexcept {
+  const bool cooperative = uses_cooperative_protocol(handle);
+  if (reason == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    assign(handle, partitions, cooperative);
+  } else if (reason == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+    revoke(handle, partitions, cooperative);
+  } else {
+    // A rebalance error: librdkafka's documented answer is to drop the whole assignment.
+    apply_error(KafkaError(reason, "rebalance failed; dropping the assignment"));
+    apply_error(KafkaError(rd_kafka_assign(handle, nullptr), "unassign after a failed rebalance"));
+  }
+}
+
+void Consumer::Callbacks::assign(rd_kafka_t* handle, rd_kafka_topic_partition_list_t* partitions,
+                                 bool cooperative) noexcept {
+  invoke("assigned partitions", [&] {
+    if (!on_assigned_) return;
+    TopicPartitions assigned = to_topic_partitions(partitions);
+    on_assigned_(assigned);
+    copy_start_offsets(assigned, partitions);
+  });
+  // Applied whatever on_assigned did: a member stuck half-way through a rebalance stalls the group.
+  if (cooperative) {
+    apply_error(KafkaError::from_error_object(rd_kafka_incremental_assign(handle, partitions), "incremental assign"));
+  } else {
+    apply_error(KafkaError(rd_kafka_assign(handle, partitions), "assign"));
+  }
+}
+
+void Consumer::Callbacks::revoke(rd_kafka_t* handle, rd_kafka_topic_partition_list_t* partitions,
+                                 bool cooperative) noexcept {
+  const bool lost = rd_kafka_assignment_lost(handle) != 0;
+  invoke(lost ? "lost partitions" : "revoked partitions", [&] {
+    const PartitionsFunction& forward = lost ? on_lost_ : on_revoked_;
+    if (!forward) return;
+    TopicPartitions revoked = to_topic_partitions(partitions);
+    forward(revoked);
+  });
+  if (cooperative) {
+    apply_error(
+        KafkaError::from_error_object(rd_kafka_incremental_unassign(handle, partitions), "incremental unassign"));
+  } else {
+    apply_error(KafkaError(rd_kafka_assign(handle, nullptr), "unassign"));
+  }
+}
+
+void Consumer::Callbacks::apply_error(const KafkaError& error) noexcept {
+  if (!error.ok()) this->error(error);
+}
+
+void Consumer::Callbacks::committed(rd_kafka_resp_err_t result,
+                                    const rd_kafka_topic_partition_list_t* offsets) noexcept {
+  if (!on_commit_) return;
+  invoke("commit result", [&] {
+    const KafkaError error = result == RD_KAFKA_RESP_ERR_NO_ERROR ? KafkaError() : KafkaError(result, "offset commit");
+    on_commit_(error, to_topic_partitions(offsets));
+  });
+}
+
+KafkaError Consumer::subscribe(const std::vector<std::string>& topics) {
+  TopicPartitions subscription;
+  subscription.reserve(topics.size());
+  for (const std::string& topic : topics) {
+    TopicPartition entry;
+    entry.topic = topic;
+    entry.partition = RD_KAFKA_PARTITION_UA;
+    subscription.push_back(std::move(entry));
+  }
+  const PartitionListHandle list = to_partition_list(subscription);
+  return KafkaError(rd_kafka_subscribe(handle_.get(), list.get()), "subscribe");
+}
+
+std::optional<ConsumedMessage> Consumer::poll(std::chrono::milliseconds timeout) {
+  if (closed_) return std::nullopt;
+  rd_kafka_message_t* message = rd_kafka_consumer_poll(handle_.get(), to_timeout_ms(timeout));
+  if (message == nullptr) return std::nullopt;
+  return ConsumedMessage(MessageHandle(message));
+}
+
+KafkaError Consumer::commit(const TopicPartitions& offsets, CommitMode mode) {
+  // An empty list would make librdkafka commit the stored offsets, which this consumer never stores.
+  if (offsets.empty()) return {};
+  const PartitionListHandle list = to_partition_list(offsets);
+  const int async = mode == CommitMode::kAsync ? 1 : 0;
+  return KafkaError(rd_kafka_commit(handle_.get(), list.get(), async), "commit offsets");
+}
+
+KafkaResult<TopicPartitions> Consumer::committed(const TopicPartitions& partitions,
+                                                 std::chrono::milliseconds timeout) const {
+  const PartitionListHandle list = to_partition_list(partitions);
+  const rd_kafka_resp_err_t code = rd_kafka_committed(handle_.get(), list.get(), to_timeout_ms(timeout));
+  if (code != RD_KAFKA_RESP_ERR_NO_ERROR) return KafkaError(code, "fetch committed offsets");
+  return to_topic_partitions(list.get());
+}
+
+KafkaResult<TopicPartitions> Consumer::assignment() const {
+  rd_kafka_topic_partition_list_t* raw = nullptr;
+  const rd_kafka_resp_err_t code = rd_kafka_assignment(handle_.get(), &raw);
+  const PartitionListHandle list(raw);
+  if (code != RD_KAFKA_RESP_ERR_NO_ERROR) return KafkaError(code, "read the assignment");
+  return to_topic_partitions(list.get());
+}
+
+KafkaError Consumer::close() {
+  if (closed_) return {};
+  closed_ = true;
+  return KafkaError(rd_kafka_consumer_close(handle_.get()), "close the consumer");
+}
+
+}  // namespace bloomgate::connectors

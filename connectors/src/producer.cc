@@ -1,0 +1,128 @@
+// File: producer.cc
+#include "bloomgate/connectors/producer.h"
+
+#include "client.h"
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace bloomgate::connectors {
+namespace {
+
+using detail::to_timeout_ms;
+using Clock = std::chrono::steady_clock;
+
+// While waiting for queue space, serve delivery reports in slices this long (librdkafka's example
+// polls for a whole second; a shorter slice returns sooner once space frees up).
+constexpr std::chrono::milliseconds kQueueFullPollSlice{100};
+
+// Builds the headers object for one produce attempt. librdkafka takes it only if the attempt succeeds.
+HeadersHandle make_headers(std::span<const HeaderView> headers) {
+  HeadersHandle native(rd_kafka_headers_new(headers.size()));
+  for (const HeaderView& header : headers) {
+    const void* value = header.value ? header.value->data() : nullptr;
+    const auto size = header.value ? static_cast<ssize_t>(header.value->size()) : 0;
+    rd_kafka_header_add(native.get(), header.name.data(), static_cast<ssize_t>(header.name.size()), value, size);
+  }
+  return native;
+}
+
+rd_kafka_vu_t memory_argument(rd_kafka_vtype_t type, std::string_view bytes) {
+  rd_kafka_vu_t argument{};
+  argument.vtype = type;
+  // RD_KAFKA_MSG_F_COPY makes librdkafka copy the bytes; the non-const pointer is its API's, not a write.
+  // An engaged but default-constructed view has no data pointer; librdkafka would read that as null.
+  static constexpr char kEmpty[] = "";
+  argument.u.mem.ptr = const_cast<char*>(bytes.data() != nullptr ? bytes.data() : kEmpty);
+  argument.u.mem.size = bytes.size();
+  return argument;
+}
+
+}  // namespace
+
+Producer::Producer(const KafkaConfig& config, ProducerOptions options)
+    : callbacks_(std::move(options.hooks), std::move(options.on_delivery)),
+      queue_full_timeout_(options.queue_full_timeout) {
+  ConfHandle conf = config.duplicate();
+  detail::require_property(conf.get(), "enable.idempotence", "true");
+  detail::install_guarded_callbacks(conf.get(), &callbacks_);
+  rd_kafka_conf_set_dr_msg_cb(conf.get(), delivery_trampoline);
+  handle_ = detail::create_client(RD_KAFKA_PRODUCER, std::move(conf), "producer");
+}
+
+void Producer::delivery_trampoline(rd_kafka_t* /*handle*/, const rd_kafka_message_t* message, void* opaque) {
+  auto* callbacks = static_cast<Callbacks*>(static_cast<CallbackGuard*>(opaque));
+  if (callbacks != nullptr && message != nullptr) callbacks->delivered(*message);
+}
+
+void Producer::Callbacks::delivered(const rd_kafka_message_t& message) noexcept {
+  if (!on_delivery_) return;
+  invoke("delivery report", [&] {
+    DeliveryReport report;
+    report.topic = message.rkt != nullptr ? rd_kafka_topic_name(message.rkt) : "";
+    report.partition = message.partition;
+    report.offset = message.offset;
+    report.opaque = message._private;
+    rd_kafka_timestamp_type_t type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+    const std::int64_t timestamp = rd_kafka_message_timestamp(&message, &type);
+    if (type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE) report.timestamp_ms = timestamp;
+    if (message.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      report.error = KafkaError(message.err, std::string("delivery to ") + std::string(report.topic) + "[" +
+                                                 std::to_string(message.partition) + "] failed");
+    }
+    on_delivery_(report);
+  });
+}
+
+KafkaError Producer::produce(const std::string& topic, const OutgoingMessage& message) {
+  const Clock::time_point deadline = Clock::now() + queue_full_timeout_;
+  while (true) {
+    KafkaError error = produce_once(topic, message);
+    if (error.code() != RD_KAFKA_RESP_ERR__QUEUE_FULL || Clock::now() >= deadline) return error;
+    // The local queue is full (queue.buffering.max.messages/kbytes): serve delivery reports, which
+    // frees space as the broker acknowledges, then try again.
+    rd_kafka_poll(handle_.get(), to_timeout_ms(kQueueFullPollSlice));
+  }
+}
+
+KafkaError Producer::produce_once(const std::string& topic, const OutgoingMessage& message) {
+  std::array<rd_kafka_vu_t, 8> arguments{};
+  std::size_t count = 0;
+  arguments[count].vtype = RD_KAFKA_VTYPE_TOPIC;
+  arguments[count++].u.cstr = topic.c_str();
+  arguments[count].vtype = RD_KAFKA_VTYPE_PARTITION;
+  arguments[count++].u.i32 = message.partition;
+  arguments[count].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+  arguments[count++].u.i = RD_KAFKA_MSG_F_COPY;
+  if (message.key) arguments[count++] = memory_argument(RD_KAFKA_VTYPE_KEY, *message.key);
+  if (message.value) arguments[count++] = memory_argument(RD_KAFKA_VTYPE_VALUE, *message.value);
+  arguments[count].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+  arguments[count++].u.i64 = message.timestamp_ms;
+  arguments[count].vtype = RD_KAFKA_VTYPE_OPAQUE;
+  arguments[count++].u.ptr = message.opaque;
+  HeadersHandle headers;
+  if (!message.headers.empty()) {
+    headers = make_headers(message.headers);
+    arguments[count].vtype = RD_KAFKA_VTYPE_HEADERS;
+    arguments[count++].u.headers = headers.get();
+  }
+  rd_kafka_error_t* failure = rd_kafka_produceva(handle_.get(), arguments.data(), count);
+  if (failure == nullptr) {
+    static_cast<void>(headers.release());  // the message owns them now
+    return {};
+  }
+  return KafkaError::from_error_object(failure, "produce to \"" + topic + "\"");
+}
+
+int Producer::poll(std::chrono::milliseconds timeout) { return rd_kafka_poll(handle_.get(), to_timeout_ms(timeout)); }
+
+KafkaError Producer::flush(std::chrono::milliseconds timeout) {
+  const rd_kafka_resp_err_t code = rd_kafka_flush(handle_.get(), to_timeout_ms(timeout));
+  if (code == RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+  return KafkaError(code, "flush: " + std::to_string(outq_len()) + " messages still in flight");
+}
+
+int Producer::outq_len() const { return rd_kafka_outq_len(handle_.get()); }
+
+}  // namespace bloomgate::connectors

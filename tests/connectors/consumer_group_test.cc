@@ -1,0 +1,193 @@
+// The group consumer: committed offsets (with metadata) survive a restart with no replays, and
+// cooperative-sticky rebalances hand partitions over, reported through assigned/revoked functions.
+#include "bloomgate/connectors/admin.h"
+#include "kafka_test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace bloomgate::connectors {
+namespace {
+
+using namespace std::chrono_literals;
+using test_support::consumer_config;
+using test_support::poll_until;
+using test_support::producer_config;
+
+void produce_numbered(const EmbeddedBroker& broker, const std::string& topic, int count) {
+  Producer producer(producer_config(broker), ProducerOptions{});
+  for (int i = 0; i < count; ++i) {
+    const std::string key = "key-" + std::to_string(i);
+    OutgoingMessage message;
+    message.key = key;
+    message.value = key;
+    ASSERT_TRUE(producer.produce(topic, message).ok());
+  }
+  ASSERT_TRUE(producer.flush(10s).ok());
+}
+
+TEST(ConsumerGroup, ResumesAfterCommittedOffsetsWithoutReplays) {
+  EmbeddedBroker broker;
+  ASSERT_TRUE(broker.create_topic("in", 3).ok());
+  constexpr int kTotal = 300;
+  constexpr std::size_t kFirstBatch = 120;
+  produce_numbered(broker, "in", kTotal);
+
+  std::set<std::string> processed;
+  std::map<std::int32_t, std::int64_t> next_offset;  // per partition: last processed + 1
+  {
+    ConsumerOptions options;
+    options.group_id = "resume";
+    Consumer first(consumer_config(broker), std::move(options));
+    ASSERT_TRUE(first.subscribe({"in"}).ok());
+    // Process exactly kFirstBatch messages (the consumer may have fetched more: those are not
+    // processed, so they must come again to the next member).
+    ASSERT_TRUE(poll_until({&first}, [&] { return processed.size() == kFirstBatch; }, test_support::kWaitLimit,
+                           [&](ConsumedMessage& message) {
+                             if (processed.size() == kFirstBatch || !message.error().ok()) return;
+                             processed.insert(std::string(*message.key()));
+                             next_offset[message.partition()] = message.offset() + 1;
+                           }));
+    TopicPartitions commit;
+    for (const auto& [partition, offset] : next_offset) {
+      TopicPartition entry;
+      entry.topic = "in";
+      entry.partition = partition;
+      entry.offset = offset;
+      entry.metadata = "checkpoint output offset " + std::to_string(offset * 10);
+      commit.push_back(entry);
+    }
+    const KafkaError committed = first.commit(commit, CommitMode::kSync);
+    ASSERT_TRUE(committed.ok()) << committed.describe();
+
+    const KafkaResult<TopicPartitions> read_back = first.committed(commit, 5s);
+    ASSERT_TRUE(read_back.ok()) << read_back.error().describe();
+    for (const TopicPartition& entry : read_back.value()) {
+      EXPECT_EQ(entry.offset, next_offset[entry.partition]);
+      EXPECT_EQ(entry.metadata, "checkpoint output offset " + std::to_string(entry.offset * 10));
+    }
+    EXPECT_TRUE(first.close().ok());
+  }
+
+  ConsumerOptions options;
+  options.group_id = "resume";
+  std::map<std::int32_t, std::int64_t> first_offset_seen;
+  Consumer second(consumer_config(broker), std::move(options));
+  ASSERT_TRUE(second.subscribe({"in"}).ok());
+  std::set<std::string> replayed;
+  ASSERT_TRUE(poll_until({&second}, [&] { return processed.size() == kTotal; }, test_support::kWaitLimit,
+                         [&](ConsumedMessage& message) {
+                           if (!message.error().ok()) return;
+                           first_offset_seen.try_emplace(message.partition(), message.offset());
+                           if (!processed.insert(std::string(*message.key())).second) {
+                             replayed.insert(std::string(*message.key()));
+                           }
+                         }))
+      << processed.size() << " of " << kTotal;
+  EXPECT_TRUE(replayed.empty()) << replayed.size() << " replayed, e.g. " << *replayed.begin();
+  for (const auto& [partition, offset] : first_offset_seen) {
+    EXPECT_EQ(offset, next_offset.count(partition) != 0 ? next_offset[partition] : 0) << "partition " << partition;
+  }
+}
+
+// Tracks what one member owns, as its assigned/revoked/lost functions report it.
+struct Membership {
+  std::set<std::int32_t> owned;
+  std::multiset<std::int32_t> ever_assigned;
+  std::multiset<std::int32_t> ever_revoked;
+  bool duplicate_assignment = false;
+
+  ConsumerOptions options(const std::string& group) {
+    ConsumerOptions result;
+    result.group_id = group;
+    result.on_assigned = [this](TopicPartitions& partitions) {
+      for (const TopicPartition& partition : partitions) {
+        duplicate_assignment |= !owned.insert(partition.partition).second;
+        ever_assigned.insert(partition.partition);
+      }
+    };
+    result.on_revoked = [this](TopicPartitions& partitions) {
+      for (const TopicPartition& partition : partitions) {
+        owned.erase(partition.partition);
+        ever_revoked.insert(partition.partition);
+      }
+    };
+    result.on_lost = result.on_revoked;
+    return result;
+  }
+};
+
+std::set<std::int32_t> all_partitions(int count) {
+  std::set<std::int32_t> result;
+  for (std::int32_t partition = 0; partition < count; ++partition) result.insert(partition);
+  return result;
+}
+
+TEST(ConsumerGroup, CooperativeStickySplitsPartitionsAndHandsThemBackOnClose) {
+  EmbeddedBroker broker;
+  constexpr int kPartitions = 4;
+  ASSERT_TRUE(broker.create_topic("split", kPartitions).ok());
+  Membership first_member;
+  Membership second_member;
+  Consumer first(consumer_config(broker), first_member.options("split-group"));
+  ASSERT_TRUE(first.subscribe({"split"}).ok());
+  ASSERT_TRUE(poll_until({&first}, [&] { return first_member.owned == all_partitions(kPartitions); }))
+      << "the first member never got every partition";
+
+  auto second = std::make_unique<Consumer>(consumer_config(broker), second_member.options("split-group"));
+  ASSERT_TRUE(second->subscribe({"split"}).ok());
+  const auto split = [&] {
+    std::set<std::int32_t> both = first_member.owned;
+    both.insert(second_member.owned.begin(), second_member.owned.end());
+    return !first_member.owned.empty() && !second_member.owned.empty() &&
+           first_member.owned.size() + second_member.owned.size() == kPartitions && both == all_partitions(kPartitions);
+  };
+  ASSERT_TRUE(poll_until({&first, second.get()}, split))
+      << "first owns " << first_member.owned.size() << ", second owns " << second_member.owned.size();
+  EXPECT_EQ(first_member.owned.size(), 2U);
+  EXPECT_EQ(second_member.owned.size(), 2U);
+  // Cooperative: the first member gave up only what moved, and never had its kept partitions revoked.
+  EXPECT_EQ(first_member.ever_revoked.size(), 2U);
+  for (const std::int32_t kept : first_member.owned) EXPECT_EQ(first_member.ever_revoked.count(kept), 0U) << kept;
+  const KafkaResult<TopicPartitions> assignment = second->assignment();
+  ASSERT_TRUE(assignment.ok());
+  EXPECT_EQ(assignment.value().size(), second_member.owned.size());
+
+  // The second member leaves: its partitions are revoked there and assigned to the first.
+  const std::set<std::int32_t> moving = second_member.owned;
+  EXPECT_TRUE(second->close().ok());
+  EXPECT_TRUE(second_member.owned.empty());
+  for (const std::int32_t partition : moving) EXPECT_EQ(second_member.ever_revoked.count(partition), 1U);
+  second.reset();
+  ASSERT_TRUE(poll_until({&first}, [&] { return first_member.owned == all_partitions(kPartitions); }))
+      << "the first member did not get the partitions back";
+  for (const std::int32_t partition : moving) EXPECT_EQ(first_member.ever_assigned.count(partition), 2U) << partition;
+  EXPECT_FALSE(first_member.duplicate_assignment);
+  EXPECT_FALSE(second_member.duplicate_assignment);
+}
+
+TEST(ConsumerGroup, AssignedFunctionChoosesTheStartOffset) {
+  EmbeddedBroker broker;
+  ASSERT_TRUE(broker.create_topic("replay", 1).ok());
+  produce_numbered(broker, "replay", 50);
+  ConsumerOptions options;
+  options.group_id = "start-offset";
+  options.on_assigned = [](TopicPartitions& partitions) {
+    for (TopicPartition& partition : partitions) partition.offset = 40;  // as a checkpoint would say
+  };
+  Consumer consumer(consumer_config(broker), std::move(options));
+  ASSERT_TRUE(consumer.subscribe({"replay"}).ok());
+  std::vector<std::int64_t> offsets;
+  ASSERT_TRUE(poll_until({&consumer}, [&] { return offsets.size() == 10; }, test_support::kWaitLimit,
+                         [&](ConsumedMessage& message) {
+                           if (message.error().ok()) offsets.push_back(message.offset());
+                         }));
+  EXPECT_EQ(offsets.front(), 40);
+  EXPECT_EQ(offsets.back(), 49);
+}
+
+}  // namespace
+}  // namespace bloomgate::connectors
