@@ -136,21 +136,6 @@ using detail::BloomGeometry;
 using detail::PagedWords;
 using detail::PartitionedBloom;
 
-// Fetches the last page before the bit array is allocated, so a corrupt size in the metadata fails on a
-// missing or short record instead of attempting a huge allocation.
-void expect_last_page(const BloomGeometry& geometry, const SliceLookup& lookup) {
-  const std::uint64_t words = geometry.total_words();
-  const std::uint64_t pages = (words + PagedWords::kWordsPerPage - 1) / PagedWords::kWordsPerPage;
-  const std::uint64_t last_page_words = words - (pages - 1) * PagedWords::kWordsPerPage;
-  const auto bytes = lookup(pages);
-  if (!bytes) throw FormatError("missing page " + std::to_string(pages) + " of the bloom filter");
-  const Record rec = decode_single_record(*bytes);
-  if (rec.kind != RecordKind::kSlice || rec.type != FilterType::kBloom || rec.slice_id != pages ||
-      rec.payload.size() != last_page_words * 8) {
-    throw FormatError("last page record of the bloom filter does not match its metadata");
-  }
-}
-
 // Pages are the persisted slices; they hold bits of every key, so they carry no insertion count.
 std::vector<SliceStats> page_stats(const PagedWords& words) {
   std::vector<SliceStats> stats;
@@ -189,7 +174,7 @@ std::unique_ptr<Filter> BloomFilter::restore(const Record& meta, const SliceLook
   const std::uint64_t insertions = in.u64("bloom insertions");
   in.expect_end("bloom filter metadata");
   if (insertions > geometry.total_bits()) throw FormatError("bloom filter insertions exceed its bits");
-  expect_last_page(geometry, lookup);
+  PagedWords::require_last_page(FilterType::kBloom, geometry.total_words(), lookup);
   auto bits = std::make_unique<PartitionedBloom>(geometry);
   bits->words().load_pages(FilterType::kBloom, lookup);
   bits->restore_insertions(insertions);

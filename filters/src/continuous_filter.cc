@@ -76,20 +76,6 @@ double estimated_elements(double fill, std::uint64_t cells, std::uint32_t probes
   return -static_cast<double>(cells) / static_cast<double>(probes) * std::log1p(-fill);
 }
 
-// Fetches the last page before anything is allocated, so that a metadata record claiming a huge filter
-// costs an allocation only when the store really holds that many pages.
-void require_last_page(const SliceLookup& lookup, std::uint64_t words) {
-  const std::uint64_t pages = (words + PagedWords::kWordsPerPage - 1) / PagedWords::kWordsPerPage;
-  const auto bytes = lookup(pages);
-  if (!bytes) throw FormatError("continuous filter: missing page " + std::to_string(pages));
-  const Record rec = decode_single_record(*bytes);
-  const std::uint64_t last_words = words - (pages - 1) * PagedWords::kWordsPerPage;
-  if (rec.kind != RecordKind::kSlice || rec.type != FilterType::kContinuous || rec.slice_id != pages ||
-      rec.payload.size() != last_words * 8) {
-    throw FormatError("continuous filter: last page does not match the metadata");
-  }
-}
-
 void require(bool condition, const char* what) {
   if (!condition) throw FormatError(std::string("continuous filter metadata: ") + what);
 }
@@ -346,7 +332,7 @@ std::unique_ptr<Filter> ContinuousFilter::restore(const Record& meta, const Slic
           "not a continuous filter metadata record");
   const StoredMeta stored = read_meta(meta.payload);
   check_parameters(stored);
-  require_last_page(lookup, stored.words);
+  PagedWords::require_last_page(FilterType::kContinuous, stored.words, lookup);
 
   std::unique_ptr<ContinuousFilter> filter(
       new ContinuousFilter(Config{stored.cells, stored.probes, stored.expected_per_ttl, stored.error_rate,

@@ -65,6 +65,21 @@ class PagedWords {
     std::fill(dirty_.begin(), dirty_.end(), 0);
   }
 
+  // Fetches and checks the last page of a `words`-word array before anything that size is allocated, so a
+  // metadata record claiming a huge filter fails on a missing or short record instead of an allocation.
+  static void require_last_page(FilterType type, std::uint64_t words, const SliceLookup& lookup) {
+    const std::uint64_t pages = (words + kWordsPerPage - 1) / kWordsPerPage;
+    const std::string name = std::string(filter_type_name(type)) + " filter";
+    const auto bytes = lookup(pages);
+    if (!bytes) throw FormatError(name + ": missing page " + std::to_string(pages));
+    const Record rec = decode_single_record(*bytes);
+    const std::uint64_t last_words = words - (pages - 1) * kWordsPerPage;
+    if (rec.kind != RecordKind::kSlice || rec.type != type || rec.slice_id != pages ||
+        rec.payload.size() != last_words * 8) {
+      throw FormatError(name + ": last page does not match the metadata");
+    }
+  }
+
   void mark_clean() noexcept { std::fill(dirty_.begin(), dirty_.end(), 0); }
 
  private:

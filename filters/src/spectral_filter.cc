@@ -57,20 +57,6 @@ double estimated_elements(double fill, std::uint64_t counters, std::uint32_t pro
   return -static_cast<double>(counters) / static_cast<double>(probes) * std::log1p(-fill);
 }
 
-// Fetches the last page before anything is allocated, so that a metadata record claiming a huge filter
-// costs an allocation only when the store really holds that many pages.
-void require_last_page(const SliceLookup& lookup, std::uint64_t words) {
-  const std::uint64_t pages = (words + PagedWords::kWordsPerPage - 1) / PagedWords::kWordsPerPage;
-  const auto bytes = lookup(pages);
-  if (!bytes) throw FormatError("spectral filter: missing page " + std::to_string(pages));
-  const Record rec = decode_single_record(*bytes);
-  const std::uint64_t last_words = words - (pages - 1) * PagedWords::kWordsPerPage;
-  if (rec.kind != RecordKind::kSlice || rec.type != FilterType::kSpectral || rec.slice_id != pages ||
-      rec.payload.size() != last_words * 8) {
-    throw FormatError("spectral filter: last page does not match the metadata");
-  }
-}
-
 void require(bool condition, const char* what) {
   if (!condition) throw FormatError(std::string("spectral filter metadata: ") + what);
 }
@@ -333,7 +319,7 @@ std::unique_ptr<Filter> SpectralFilter::restore(const Record& meta, const SliceL
           "counters or probes do not match mode, expected and error_rate");
   require(stored.words == words_for(config.primary.counters) + words_for(config.secondary.counters),
           "word count does not match");
-  require_last_page(lookup, stored.words);
+  PagedWords::require_last_page(FilterType::kSpectral, stored.words, lookup);
 
   std::unique_ptr<SpectralFilter> filter(new SpectralFilter(config));
   filter->seen_ = stored.seen == 1;
