@@ -29,7 +29,8 @@ struct Probes {
     const ProbeSequence sequence(key);
     for (std::uint32_t j = 0; j < k; ++j) value[j] = sequence(j);
   }
-  std::array<std::uint64_t, kMaxProbes> value{};
+  // Only value[0..k) is written and read, so the array is deliberately not zeroed: this runs per key.
+  std::array<std::uint64_t, kMaxProbes> value;
 };
 
 struct BitSlice {
