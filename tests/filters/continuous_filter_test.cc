@@ -17,7 +17,6 @@ namespace bloomgate::filters {
 namespace {
 
 using testing::CheckpointStore;
-using testing::ExactTtlSet;
 using testing::Phase;
 using testing::absent_key_name;
 using testing::key_name;
@@ -25,6 +24,7 @@ using testing::milliseconds;
 using testing::patched;
 using testing::patched_f64;
 using testing::payload_of;
+using testing::replay;
 using testing::run_stream;
 using testing::seconds;
 using testing::with_payload;
@@ -43,34 +43,12 @@ FilterOptions continuous_options(double error_rate, std::uint64_t expected, bool
   return o;
 }
 
-struct StreamOutcome {
-  std::uint64_t events = 0;
-  std::uint64_t false_negatives = 0;
-};
-
-// Checks every answer against what the filter itself recorded: a key it wrote within the TTL must be
-// reported present. (A false positive makes the filter skip a key's write, so the raw stream is not the
-// reference here.)
-StreamOutcome replay(ContinuousFilter& filter, const std::vector<Phase>& phases, double repeat_share,
-                     std::uint64_t recent_keys, bool poisson, std::uint64_t seed, bool refresh) {
-  ExactTtlSet recorded(kTtl, /*refresh=*/true);
-  StreamOutcome out;
-  run_stream(phases, repeat_share, recent_keys, poisson, seed, kStart, [&](std::uint64_t key, TimePoint now) {
-    const bool expected = recorded.present(key, now);
-    const bool reported = filter.test_and_insert(key_name(key), now);
-    if (!reported || refresh) recorded.observe(key, now);
-    ++out.events;
-    if (expected && !reported) ++out.false_negatives;
-  });
-  return out;
-}
-
 class NoFalseNegatives : public ::testing::TestWithParam<bool> {};
 
 TEST_P(NoFalseNegatives, SteadyRate) {
   const bool refresh = GetParam();
   ContinuousFilter filter(continuous_options(0.01, 10'000, refresh));
-  const auto out = replay(filter, {{seconds(60), 1000}}, 0.3, 15'000, false, 111, refresh);
+  const auto out = replay(filter, kTtl, kStart, {{seconds(60), 1000}}, 0.3, 15'000, false, 111, refresh);
   EXPECT_GT(out.events, 50'000U);
   EXPECT_EQ(out.false_negatives, 0U);
 }
@@ -83,7 +61,7 @@ TEST_P(NoFalseNegatives, RandomRates) {
     phases.push_back({milliseconds(2500), 10.0 * std::pow(10.0, 3.0 * static_cast<double>(rng() % 1000) / 1000.0)});
   }
   ContinuousFilter filter(continuous_options(0.01, 1'000, refresh));
-  const auto out = replay(filter, phases, 0.3, 5'000, true, 113, refresh);
+  const auto out = replay(filter, kTtl, kStart, phases, 0.3, 5'000, true, 113, refresh);
   EXPECT_GT(out.events, 10'000U);
   EXPECT_EQ(out.false_negatives, 0U);
 }
@@ -94,7 +72,7 @@ TEST_P(NoFalseNegatives, BurstsAndSilences) {
   const std::vector<Phase> phases = {{seconds(30), 100},  {seconds(5), 10'000}, {seconds(20), 100},
                                      {seconds(2), 20'000}, {seconds(1), 0.5},    {seconds(90), 0.05},
                                      {seconds(30), 100}};
-  const auto out = replay(filter, phases, 0.4, 3'000, true, 114, refresh);
+  const auto out = replay(filter, kTtl, kStart, phases, 0.4, 3'000, true, 114, refresh);
   EXPECT_GT(out.events, 50'000U);
   EXPECT_EQ(out.false_negatives, 0U);
 }

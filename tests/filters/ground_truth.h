@@ -100,4 +100,28 @@ void run_stream(const std::vector<Phase>& phases, double repeat_share, std::uint
   }
 }
 
+struct StreamOutcome {
+  std::uint64_t events = 0;
+  std::uint64_t false_negatives = 0;
+};
+
+// Feeds a stream to a time-based filter and checks every answer against what the filter itself recorded:
+// a key it inserted within the TTL must be reported present. (A false positive makes the filter skip a
+// key's insertion, so the raw stream is not the reference here; end-to-end counts against the raw stream
+// are the demo's job.)
+inline StreamOutcome replay(Filter& filter, Duration ttl, TimePoint start, const std::vector<Phase>& phases,
+                            double repeat_share, std::uint64_t recent_keys, bool poisson, std::uint64_t seed,
+                            bool refresh) {
+  ExactTtlSet recorded(ttl, /*refresh=*/true);
+  StreamOutcome out;
+  run_stream(phases, repeat_share, recent_keys, poisson, seed, start, [&](std::uint64_t key, TimePoint now) {
+    const bool expected = recorded.present(key, now);
+    const bool reported = filter.test_and_insert(key_name(key), now);
+    if (!reported || refresh) recorded.observe(key, now);
+    ++out.events;
+    if (expected && !reported) ++out.false_negatives;
+  });
+  return out;
+}
+
 }  // namespace bloomgate::filters::testing

@@ -12,11 +12,11 @@ namespace bloomgate::filters {
 namespace {
 
 using testing::CheckpointStore;
-using testing::ExactTtlSet;
 using testing::Phase;
 using testing::absent_key_name;
 using testing::key_name;
 using testing::milliseconds;
+using testing::replay;
 using testing::run_stream;
 using testing::seconds;
 
@@ -32,35 +32,12 @@ FilterOptions tlbf_options(double error_rate, Duration ttl, std::uint64_t expect
   return o;
 }
 
-struct StreamOutcome {
-  std::uint64_t events = 0;
-  std::uint64_t false_negatives = 0;
-};
-
-// Feeds the stream to the filter and checks every answer against what the filter itself recorded: a key
-// it inserted within the TTL must be reported present. (A false positive makes the filter skip a key's
-// insertion, so the raw stream is not the reference here; the service's end-to-end tests count those
-// false drops against exact ground truth.)
-StreamOutcome replay(TimeLimitedFilter& filter, Duration ttl, const std::vector<Phase>& phases, double repeat_share,
-                     std::uint64_t recent_keys, bool poisson, std::uint64_t seed, bool refresh) {
-  ExactTtlSet recorded(ttl, /*refresh=*/true);
-  StreamOutcome out;
-  run_stream(phases, repeat_share, recent_keys, poisson, seed, kStart, [&](std::uint64_t key, TimePoint now) {
-    const bool expected = recorded.present(key, now);
-    const bool reported = filter.test_and_insert(key_name(key), now);
-    if (!reported || refresh) recorded.observe(key, now);
-    ++out.events;
-    if (expected && !reported) ++out.false_negatives;
-  });
-  return out;
-}
-
 class NoFalseNegatives : public ::testing::TestWithParam<bool> {};
 
 TEST_P(NoFalseNegatives, SteadyRate) {
   const bool refresh = GetParam();
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 10'000, refresh));
-  const auto out = replay(filter, seconds(10), {{seconds(60), 1000}}, 0.3, 15'000, false, 11, refresh);
+  const auto out = replay(filter, seconds(10), kStart, {{seconds(60), 1000}}, 0.3, 15'000, false, 11, refresh);
   EXPECT_GT(out.events, 50'000U);
   EXPECT_EQ(out.false_negatives, 0U);
 }
@@ -71,7 +48,7 @@ TEST_P(NoFalseNegatives, RandomRates) {
   std::vector<Phase> phases;
   for (int i = 0; i < 24; ++i) phases.push_back({milliseconds(2500), 10.0 * std::pow(10.0, 3.0 * static_cast<double>(rng() % 1000) / 1000.0)});
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000, refresh));
-  const auto out = replay(filter, seconds(10), phases, 0.3, 5'000, true, 13, refresh);
+  const auto out = replay(filter, seconds(10), kStart, phases, 0.3, 5'000, true, 13, refresh);
   EXPECT_GT(out.events, 10'000U);
   EXPECT_EQ(out.false_negatives, 0U);
 }
@@ -81,7 +58,7 @@ TEST_P(NoFalseNegatives, Bursts) {
   TimeLimitedFilter filter(tlbf_options(0.001, seconds(10), 1'000, refresh));
   const std::vector<Phase> phases = {{seconds(30), 100},  {seconds(5), 10'000}, {seconds(20), 100},
                                      {seconds(2), 20'000}, {seconds(1), 0.5},    {seconds(30), 100}};
-  const auto out = replay(filter, seconds(10), phases, 0.4, 3'000, true, 14, refresh);
+  const auto out = replay(filter, seconds(10), kStart, phases, 0.4, 3'000, true, 14, refresh);
   EXPECT_GT(out.events, 50'000U);
   EXPECT_EQ(out.false_negatives, 0U);
 }
