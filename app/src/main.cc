@@ -3,7 +3,9 @@
 
 #include <iostream>
 
+#include "bloomgate/app/demo_command.h"
 #include "bloomgate/app/filter_command.h"
+#include "bloomgate/app/run_command.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/config/duration.h"
 
@@ -82,6 +84,46 @@ int run_validate(const std::string& config_path) {
   }
 }
 
+void add_run_command(CLI::App& app, bloomgate::app::RunCommandOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run the deduplication service: consume the pipelines' inputs, forward what is new within the TTL");
+  cmd->add_option("--config", options.config_path, "The YAML configuration file")->required();
+  cmd->add_option("--log-level", options.log_level, "trace, debug, info, warn, error, critical or off")
+      ->capture_default_str();
+}
+
+void add_demo_command(CLI::App& app, bloomgate::app::DemoOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "demo", "Run the service on an embedded broker with a generated stream and compare with the exact answer");
+  cmd->add_option("--events", options.events, "Events to produce")->capture_default_str()->check(CLI::Range(1, 100'000'000));
+  cmd->add_option("--rate", options.events_per_second, "Events per second of event time (timestamp spacing)")
+      ->capture_default_str()->check(CLI::Range(1.0, 1e9));
+  cmd->add_option("--duplicates", options.duplicate_share, "Share of events repeating a key seen within the TTL")
+      ->capture_default_str()->check(CLI::Range(0.0, 0.95));
+  cmd->add_option("--beyond-ttl", options.beyond_ttl_share, "Share of events repeating a key last seen beyond the TTL")
+      ->capture_default_str()->check(CLI::Range(0.0, 0.5));
+  cmd->add_option_function<std::string>(
+         "--ttl",
+         [&options](const std::string& text) {
+           const auto parsed = bloomgate::config::parse_duration(text);
+           if (!parsed.value || *parsed.value < std::chrono::milliseconds(1)) {
+             throw CLI::ValidationError("--ttl", parsed.value ? "must be at least 1ms" : parsed.error);
+           }
+           options.ttl = std::chrono::duration_cast<std::chrono::milliseconds>(*parsed.value);
+         },
+         "How long a key is remembered, e.g. 10s")
+      ->default_str("10s");
+  cmd->add_option("--partitions", options.partitions, "Partitions of the input topic")
+      ->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--error-rate", options.error_rate, "Target false-positive rate")
+      ->capture_default_str()->check(CLI::Range(1e-9, 0.5));
+  cmd->add_option("--seed", options.seed, "Seed of the generated stream")->capture_default_str();
+  cmd->add_option("--metrics-listen", options.metrics_listen, "Where /metrics is served (port 0: any free port)")
+      ->capture_default_str();
+  cmd->add_option("--log-level", options.log_level, "trace, debug, info, warn, error, critical or off")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +134,10 @@ int main(int argc, char** argv) {
   add_filter_command(app, filter_options, type_name);
   std::string config_path;
   add_validate_command(app, config_path);
+  bloomgate::app::RunCommandOptions run_options;
+  add_run_command(app, run_options);
+  bloomgate::app::DemoOptions demo_options;
+  add_demo_command(app, demo_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -99,5 +145,7 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("filter")) return run_filter(filter_options, type_name);
   if (app.got_subcommand("validate")) return run_validate(config_path);
+  if (app.got_subcommand("run")) return bloomgate::app::run_service_command(run_options);
+  if (app.got_subcommand("demo")) return bloomgate::app::run_demo_command(demo_options, std::cout);
   return bloomgate::app::kExitUsage;
 }

@@ -41,8 +41,8 @@ void check_listen_address(const Context& ctx, const YAML::Node& node, const std:
   const std::string port = colon == std::string::npos ? "" : text.substr(colon + 1);
   char* end = nullptr;
   const long number = port.empty() ? 0 : std::strtol(port.c_str(), &end, 10);
-  if (colon == 0 || colon == std::string::npos || end != port.c_str() + port.size() || number < 1 || number > 65535) {
-    fail(ctx, node, key, "\"" + text + "\" is not host:port with a port from 1 to 65535");
+  if (colon == 0 || colon == std::string::npos || end != port.c_str() + port.size() || number < 0 || number > 65535) {
+    fail(ctx, node, key, "\"" + text + "\" is not host:port with a port from 0 (any free port) to 65535");
   }
 }
 
@@ -56,6 +56,11 @@ KafkaSettings read_kafka(const Context& ctx, MapReader& root) {
   if (out.group_id.empty()) fail(ctx, kafka.node(), "kafka.group_id", "must not be empty");
   if (const YAML::Node n = kafka.take("instance_name")) {
     out.instance_name = detail::read_string(ctx, n, "kafka.instance_name");
+  }
+  if (const YAML::Node n = kafka.take("embedded_partitions")) {
+    const auto count = detail::read_count(ctx, n, "kafka.embedded_partitions");
+    if (count < 1 || count > 1000) fail(ctx, n, "kafka.embedded_partitions", "must be from 1 to 1000");
+    out.embedded_partitions = static_cast<std::uint32_t>(count);
   }
   if (const YAML::Node props = kafka.take("properties"); props && !props.IsNull()) {
     MapReader reader(ctx, props, "kafka.properties");
@@ -92,6 +97,19 @@ StateSettings read_state(const Context& ctx, MapReader& root) {
     if (out.checkpoint_interval <= Duration::zero()) fail(ctx, n, "state.checkpoint_interval", "must be positive");
   }
   state.finish();
+  return out;
+}
+
+ShutdownSettings read_shutdown(const Context& ctx, MapReader& root) {
+  ShutdownSettings out;
+  const YAML::Node node = root.take("shutdown");
+  if (!node || node.IsNull()) return out;
+  MapReader shutdown(ctx, node, "shutdown");
+  if (const YAML::Node n = shutdown.take("grace_period")) {
+    out.grace_period = detail::read_duration(ctx, n, "shutdown.grace_period");
+    if (out.grace_period <= Duration::zero()) fail(ctx, n, "shutdown.grace_period", "must be positive");
+  }
+  shutdown.finish();
   return out;
 }
 
@@ -324,6 +342,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   config.kafka = read_kafka(ctx, top);
   config.state = read_state(ctx, top);
   config.metrics = read_metrics(ctx, top);
+  config.shutdown = read_shutdown(ctx, top);
   config.pipelines = read_pipelines(ctx, top);
   top.finish();
   return config;

@@ -21,6 +21,7 @@ void emit_kafka(YAML::Emitter& out, const KafkaSettings& k) {
   out << YAML::Key << "brokers" << YAML::Value << k.brokers;
   out << YAML::Key << "group_id" << YAML::Value << k.group_id;
   if (!k.instance_name.empty()) out << YAML::Key << "instance_name" << YAML::Value << k.instance_name;
+  if (k.brokers == kEmbeddedBrokers) out << YAML::Key << "embedded_partitions" << YAML::Value << k.embedded_partitions;
   out << YAML::Key << "properties" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, value] : k.properties) {
     const auto source = k.property_sources.find(name);
@@ -72,6 +73,8 @@ std::string render_effective(const Config& c) {
       << YAML::EndMap;
   out << YAML::Key << "metrics" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
       << c.metrics.listen << YAML::EndMap;
+  out << YAML::Key << "shutdown" << YAML::Value << YAML::BeginMap << YAML::Key << "grace_period" << YAML::Value
+      << format_duration(c.shutdown.grace_period) << YAML::EndMap;
   out << YAML::Key << "pipelines" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : c.pipelines) emit_pipeline(out, p);
   out << YAML::EndSeq << YAML::EndMap;

@@ -72,6 +72,8 @@ TEST(Config, DefaultsFillWhatIsLeftOut) {
   EXPECT_EQ(c.pipelines[0].time, TimeSource::kEvent);
   EXPECT_EQ(c.pipelines[0].filter.type, "time_limited");
   EXPECT_EQ(c.pipelines[0].output_partitioning, OutputPartitioning::kSameAsInput);
+  EXPECT_EQ(c.shutdown.grace_period, 30s);
+  EXPECT_EQ(c.kafka.embedded_partitions, 4U);
 }
 
 TEST(Config, SecretsAreSubstitutedAndNeverRendered) {
@@ -151,7 +153,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"bad_topic", "kafka: {brokers: k:9092}\npipelines:\n  - {name: a, input: [\"bad topic\"], output: y, key: {from: value}, ttl: 1m}\n",
                   "bloomgate.yaml:3:23: pipelines[0].input[0]: \"bad topic\" is not a valid topic name (1 to 249 of a-z A-Z 0-9 . _ -)"},
         BadConfig{"bad_listen", "kafka: {brokers: k:9092}\nmetrics: {listen: localhost}\n" + kMinimal.substr(kMinimal.find("pipelines:")),
-                  "bloomgate.yaml:2:19: metrics.listen: \"localhost\" is not host:port with a port from 1 to 65535"},
+                  "bloomgate.yaml:2:19: metrics.listen: \"localhost\" is not host:port with a port from 0 (any free port) to 65535"},
+        BadConfig{"zero_grace_period", "shutdown: {grace_period: 0s}\n" + kMinimal,
+                  "bloomgate.yaml:1:26: shutdown.grace_period: must be positive"},
+        BadConfig{"embedded_partitions_zero", "kafka: {brokers: embedded, embedded_partitions: 0}\n" +
+                                                  kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:1:49: kafka.embedded_partitions: must be from 1 to 1000"},
         BadConfig{"no_pipelines", "kafka: {brokers: k:9092}\npipelines: []\n",
                   "bloomgate.yaml:2:12: pipelines: expected a list of at least one pipeline"},
         BadConfig{"zero_ttl", "kafka: {brokers: k:9092}\npipelines:\n  - {name: a, input: [x], output: y, key: {from: value}, ttl: 0s}\n",

@@ -73,6 +73,7 @@ enum class RejectionReason {
   kMissingHeader,      // no header of the configured name, or it has a null value
   kMissingMessageKey,  // the record's key is null
 };
+inline constexpr std::size_t kRejectionReasonCount = 8;  // for per-reason counters, indexed by the enum
 
 // Stable snake_case name for the dead-letter header `bloomgate.reason` and for metric labels. These
 // strings are an interface: never rename one.

@@ -48,6 +48,9 @@ class PartitionDeduplicator {
   const filters::Filter& filter() const noexcept { return *filter_; }
   filters::Filter& filter() noexcept { return *filter_; }
   const PartitionCounters& counters() const noexcept { return counters_; }
+  // The filter's present: the time of the latest event decided (event time runs on the events' own
+  // clock, which may be far from the wall clock), or `fallback` before the first event.
+  filters::TimePoint filter_time(filters::TimePoint fallback) const { return clock_.latest().value_or(fallback); }
   const EventClockCounters& clock_counters() const noexcept { return clock_.counters(); }
 
  private:

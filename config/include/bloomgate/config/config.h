@@ -25,10 +25,14 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// `kafka.brokers: embedded` starts librdkafka's mock cluster inside the process.
+inline constexpr const char* kEmbeddedBrokers = "embedded";
+
 struct KafkaSettings {
-  std::string brokers;                            // "host:port,..." or "embedded"
+  std::string brokers;                            // "host:port,..." or kEmbeddedBrokers
   std::string group_id = "bloomgate";
   std::string instance_name;                      // optional: static membership (group.instance.id)
+  std::uint32_t embedded_partitions = 4;          // brokers == embedded: partitions of each created topic
   std::map<std::string, std::string> properties;  // passed to librdkafka as they are
   std::map<std::string, std::string> property_sources;  // key -> the ${...} reference it came from
 };
@@ -36,6 +40,12 @@ struct KafkaSettings {
 struct StateSettings {
   std::string dir = "./state";
   Duration checkpoint_interval = std::chrono::seconds(5);
+};
+
+struct ShutdownSettings {
+  // SIGTERM/SIGINT: how long the service may take to flush and commit before it gives up (exit 1, and the
+  // events not yet committed are consumed again by whoever owns the partitions next).
+  Duration grace_period = std::chrono::seconds(30);
 };
 
 struct MetricsSettings {
@@ -81,6 +91,7 @@ struct Config {
   KafkaSettings kafka;
   StateSettings state;
   MetricsSettings metrics;
+  ShutdownSettings shutdown;
   std::vector<PipelineSettings> pipelines;
 };
 

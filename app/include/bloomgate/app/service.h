@@ -1,0 +1,122 @@
+// File: service.h
+//
+// The deduplication service: `bloomgate run`. One group consumer reads the input topics of every
+// pipeline, one PartitionDeduplicator per assigned input (topic, partition) decides each event, and one
+// idempotent producer writes what the verdict says:
+//   forward     to the pipeline's output topic with key, value, headers and timestamp preserved, plus
+//               the source headers below; partition = the input partition (output_partitioning:
+//               same_as_input, the default, so recovery can reconcile per partition) or the
+//               partitioner's choice by message key (by_key).
+//   duplicate   dropped, or written to the duplicates topic (with the source headers) when configured.
+//   dead letter written to the dead-letter topic with the source headers and the reason headers; with no
+//               dead-letter topic the service stops (exit 1) without committing that event: it is never
+//               lost, and the operator fixes the configuration or the producer.
+//
+// Source headers (an interface: never rename one):
+//   bloomgate.source.topic, bloomgate.source.partition, bloomgate.source.offset   (decimal text)
+// Dead-letter headers, in addition:
+//   bloomgate.pipeline, bloomgate.reason (reason_name(): missing_field, malformed_json, ...),
+//   bloomgate.error (for humans; never contains the key)
+//
+// Offsets (flush-then-commit): every state.checkpoint_interval, on revocation and at shutdown the
+// producer is flushed and only then are the consumed offsets committed, so a committed offset never
+// runs ahead of an undelivered output record. A failed delivery stops the service without committing
+// (exit 1): the events are consumed again by whoever owns the partition next. Until durable state lands
+// (RocksDB checkpoints), a partition's filter starts empty when it is assigned.
+//
+// Start-up checks, before any event is consumed: every input, output, duplicates and dead-letter topic
+// exists, and with same_as_input the output has at least as many partitions as each input.
+//
+// Shutdown: when `stop` becomes true the service stops consuming, flushes, commits and leaves the
+// group, within shutdown.grace_period; exit 0. If the flush does not finish in time, nothing further is
+// committed and the exit code is 1.
+//
+// Thread-safety: run() on one thread; snapshot() from any thread (it returns the copy the service
+// thread published last, at most snapshot_interval old).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bloomgate/app/key_extractor.h"
+#include "bloomgate/app/partition_deduplicator.h"
+#include "bloomgate/config/config.h"
+#include "bloomgate/connectors/client_hooks.h"
+#include "bloomgate/filters/filter.h"
+
+namespace bloomgate::app {
+
+inline constexpr int kExitServiceFailed = 1;  // a runtime failure; the log says which
+
+namespace headers {
+inline constexpr const char* kSourceTopic = "bloomgate.source.topic";
+inline constexpr const char* kSourcePartition = "bloomgate.source.partition";
+inline constexpr const char* kSourceOffset = "bloomgate.source.offset";
+inline constexpr const char* kPipeline = "bloomgate.pipeline";
+inline constexpr const char* kReason = "bloomgate.reason";
+inline constexpr const char* kError = "bloomgate.error";
+}  // namespace headers
+
+// One input partition as the service has seen it since start (counters survive a revocation, so
+// Prometheus counters never go backwards when a partition comes back).
+struct PartitionReport {
+  std::string pipeline;
+  std::string topic;
+  std::int32_t partition = 0;
+  bool assigned = false;
+  std::uint64_t consumed = 0;
+  PartitionCounters counters;
+  std::array<std::uint64_t, kRejectionReasonCount> dead_letters_by_reason{};
+  std::int64_t next_offset = -1;  // the next input offset to process; -1 before the first event
+  filters::FilterStats filter;    // as of the last snapshot or revocation; slice_stats left empty
+};
+
+struct ServiceSnapshot {
+  std::vector<PartitionReport> partitions;  // ordered by (topic, partition)
+  std::uint64_t consumed = 0;
+  std::uint64_t forwarded = 0;
+  std::uint64_t duplicates = 0;
+  std::uint64_t dead_lettered = 0;
+  std::uint64_t commits = 0;
+  int producer_queue = 0;  // records produced but not yet acknowledged
+  bool running = false;    // consuming (start-up checks passed, not stopping)
+};
+
+struct ServiceOptions {
+  std::string bootstrap_servers;                  // the brokers to use (the embedded broker's, when embedded)
+  const std::atomic<bool>* stop = nullptr;        // becomes true to request a graceful stop
+  connectors::ClientHooks hooks;                  // librdkafka's logs and client errors
+  std::chrono::milliseconds snapshot_interval{1000};
+  std::function<void(const ServiceSnapshot&)> on_snapshot;  // on the service thread, after each publish
+};
+
+struct RunResult {
+  int exit_code = 0;  // kExitOk, or kExitServiceFailed
+  std::string error;  // why it failed; empty on success
+};
+
+class Service {
+ public:
+  // Validates what can be checked without Kafka (filter settings); throws std::invalid_argument.
+  Service(config::Config config, ServiceOptions options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Runs until a stop is requested or a fatal error; never throws.
+  RunResult run();
+
+  ServiceSnapshot snapshot() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bloomgate::app

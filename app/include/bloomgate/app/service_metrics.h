@@ -1,0 +1,72 @@
+// File: service_metrics.h
+//
+// The service's Prometheus metrics, filled from ServiceSnapshot at each scrape (MetricsServer's
+// before_scrape), so the event loop pays nothing per event for them. Names follow Prometheus
+// conventions: prefix bloomgate_, base units, _total for counters. Labels are low-cardinality only:
+// pipeline, topic, partition, outcome, reason; never a key.
+//
+//   bloomgate_events_consumed_total{pipeline,topic,partition}
+//   bloomgate_events_total{pipeline,topic,partition,outcome}   outcome: forwarded | duplicate | dead_letter
+//   bloomgate_dead_letters_total{pipeline,topic,partition,reason}   reason: reason_name()
+//   bloomgate_filter_slices / _bits / _memory_bytes / _elements / _bits_per_element
+//   bloomgate_filter_estimated_fpr / _target_fpr                     ratios
+//   bloomgate_filter_effective_window_seconds / bloomgate_pipeline_ttl_seconds
+//   bloomgate_partition_assigned{pipeline,topic,partition}           1 while this member owns it
+//   bloomgate_partition_next_offset{pipeline,topic,partition}
+//   bloomgate_producer_queue_records, bloomgate_offset_commits_total, bloomgate_running
+//
+// Every series of a partition exists, at zero, from the moment the partition is first assigned; the
+// process-wide ones from start-up. Counters are cumulative over the process's life (a partition that
+// is revoked and comes back continues where it was).
+//
+// Thread-safety: update() calls must not overlap (MetricsServer serialises before_scrape).
+#pragma once
+
+#include <prometheus/registry.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "bloomgate/app/service.h"
+#include "bloomgate/config/config.h"
+#include "bloomgate/connectors/metrics_server.h"
+
+namespace bloomgate::app {
+
+class ServiceMetrics {
+ public:
+  ServiceMetrics(prometheus::Registry& registry, const config::Config& config);
+  ~ServiceMetrics();
+  ServiceMetrics(const ServiceMetrics&) = delete;
+  ServiceMetrics& operator=(const ServiceMetrics&) = delete;
+
+  void update(const ServiceSnapshot& snapshot);
+
+ private:
+  struct Families;
+  struct PartitionSeries;
+
+  PartitionSeries& series_for(const PartitionReport& partition);
+
+  std::unique_ptr<Families> families_;
+  std::map<std::pair<std::string, std::int32_t>, std::unique_ptr<PartitionSeries>> partitions_;
+};
+
+// The service's HTTP endpoint: /metrics (ServiceMetrics and bloomgate_build_info), /healthz, and /readyz
+// (ready while the service is consuming). Listens from construction; must be destroyed before `service`.
+class ServiceEndpoints {
+ public:
+  // Throws std::runtime_error naming the address when it cannot listen there.
+  ServiceEndpoints(const Service& service, const config::Config& config, const std::string& listen);
+  ~ServiceEndpoints();
+  std::string address() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  ServiceMetrics metrics_;
+  std::unique_ptr<connectors::MetricsServer> server_;
+};
+
+}  // namespace bloomgate::app

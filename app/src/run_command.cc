@@ -1,0 +1,85 @@
+#include "bloomgate/app/run_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <set>
+
+#include "bloomgate/app/filter_command.h"
+#include "bloomgate/app/logging.h"
+#include "bloomgate/app/service.h"
+#include "bloomgate/app/service_metrics.h"
+#include "bloomgate/app/stop_signals.h"
+
+namespace bloomgate::app {
+
+std::unique_ptr<connectors::EmbeddedBroker> start_embedded_kafka(const config::Config& config,
+                                                                 const connectors::ClientHooks& hooks) {
+  // The broker's host handle has no bootstrap servers of its own and says so at warning level: its
+  // lines are about the embedded cluster's plumbing, so they go to debug.
+  connectors::ClientHooks broker_hooks = hooks;
+  broker_hooks.on_log = [](int, std::string_view facility, std::string_view message) {
+    spdlog::debug("embedded broker: {}: {}", facility, message);
+  };
+  auto broker = std::make_unique<connectors::EmbeddedBroker>(1, std::move(broker_hooks));
+  std::set<std::string> topics;
+  for (const auto& pipeline : config.pipelines) {
+    topics.insert(pipeline.inputs.begin(), pipeline.inputs.end());
+    for (const auto* topic : {&pipeline.output, &pipeline.duplicates, &pipeline.dead_letter}) {
+      if (!topic->empty()) topics.insert(*topic);
+    }
+  }
+  for (const auto& topic : topics) {
+    if (auto error = broker->create_topic(topic, static_cast<int>(config.kafka.embedded_partitions)); !error.ok()) {
+      throw connectors::KafkaException(std::move(error));
+    }
+  }
+  spdlog::info("embedded Kafka broker at {} with {} topic(s) of {} partition(s); connect with kcat -b {} -L",
+               broker->bootstrap_servers(), topics.size(), config.kafka.embedded_partitions,
+               broker->bootstrap_servers());
+  return broker;
+}
+
+int run_service_command(const RunCommandOptions& options) {
+  try {
+    configure_logging(options.log_level);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "bloomgate run: " << e.what() << '\n';
+    return kExitUsage;
+  }
+  config::Config config;
+  try {
+    config = config::load_config(options.config_path);
+  } catch (const config::ConfigError& e) {
+    std::cerr << "bloomgate: invalid configuration: " << e.what() << '\n';
+    return kExitUsage;
+  }
+  try {
+    const StopSignals signals;
+    const connectors::ClientHooks hooks = kafka_log_hooks();
+    std::unique_ptr<connectors::EmbeddedBroker> embedded;
+    std::string brokers = config.kafka.brokers;
+    if (brokers == config::kEmbeddedBrokers) {
+      embedded = start_embedded_kafka(config, hooks);
+      brokers = embedded->bootstrap_servers();
+    }
+    ServiceOptions service_options;
+    service_options.bootstrap_servers = brokers;
+    service_options.stop = &signals.requested();
+    service_options.hooks = hooks;
+    const config::Config effective = config;
+    Service service(std::move(config), std::move(service_options));
+    const ServiceEndpoints endpoints(service, effective, effective.metrics.listen);
+    spdlog::info("metrics, health and readiness at http://{}/metrics, /healthz, /readyz", endpoints.address());
+    const RunResult result = service.run();
+    const ServiceSnapshot totals = service.snapshot();
+    spdlog::info("stopped: consumed {}, forwarded {}, duplicates {}, dead-lettered {}", totals.consumed,
+                 totals.forwarded, totals.duplicates, totals.dead_lettered);
+    return result.exit_code;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitServiceFailed;
+  }
+}
+
+}  // namespace bloomgate::app

@@ -1,0 +1,183 @@
+#include "bloomgate/app/service_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+
+#include <array>
+
+namespace bloomgate::app {
+namespace {
+
+using prometheus::Counter;
+using prometheus::Gauge;
+using prometheus::Labels;
+
+// Counters only go up: add what the snapshot has beyond what was published before.
+void advance(Counter& counter, std::uint64_t value) {
+  const double delta = static_cast<double>(value) - counter.Value();
+  if (delta > 0) counter.Increment(delta);
+}
+
+}  // namespace
+
+struct ServiceMetrics::Families {
+  explicit Families(prometheus::Registry& r)
+      : consumed(prometheus::BuildCounter().Name("bloomgate_events_consumed_total")
+                     .Help("Events consumed from an input partition").Register(r)),
+        events(prometheus::BuildCounter().Name("bloomgate_events_total")
+                   .Help("Events by outcome: forwarded, duplicate (dropped or written to the duplicates topic), dead_letter")
+                   .Register(r)),
+        dead_letters(prometheus::BuildCounter().Name("bloomgate_dead_letters_total")
+                         .Help("Events sent to the dead-letter topic, by reason").Register(r)),
+        slices(prometheus::BuildGauge().Name("bloomgate_filter_slices").Help("Slices in the partition's filter").Register(r)),
+        bits(prometheus::BuildGauge().Name("bloomgate_filter_bits").Help("Bits of the partition's filter cells").Register(r)),
+        memory(prometheus::BuildGauge().Name("bloomgate_filter_memory_bytes")
+                   .Help("Memory of the partition's filter cells").Register(r)),
+        elements(prometheus::BuildGauge().Name("bloomgate_filter_elements")
+                     .Help("Distinct keys the partition's filter holds within its window").Register(r)),
+        bits_per_element(prometheus::BuildGauge().Name("bloomgate_filter_bits_per_element")
+                             .Help("Filter bits per key in the window").Register(r)),
+        estimated_fpr(prometheus::BuildGauge().Name("bloomgate_filter_estimated_fpr")
+                          .Help("False-positive rate estimated from the live slices' fill").Register(r)),
+        target_fpr(prometheus::BuildGauge().Name("bloomgate_filter_target_fpr")
+                       .Help("The configured false-positive rate").Register(r)),
+        effective_window(prometheus::BuildGauge().Name("bloomgate_filter_effective_window_seconds")
+                             .Help("Age of the oldest slice still valid (compare with bloomgate_pipeline_ttl_seconds)")
+                             .Register(r)),
+        ttl(prometheus::BuildGauge().Name("bloomgate_pipeline_ttl_seconds").Help("The pipeline's configured TTL").Register(r)),
+        assigned(prometheus::BuildGauge().Name("bloomgate_partition_assigned")
+                     .Help("1 while this member owns the input partition").Register(r)),
+        next_offset(prometheus::BuildGauge().Name("bloomgate_partition_next_offset")
+                        .Help("The next input offset to process").Register(r)),
+        producer_queue(prometheus::BuildGauge().Name("bloomgate_producer_queue_records")
+                           .Help("Records produced and not yet acknowledged").Register(r)
+                           .Add({})),
+        commits(prometheus::BuildCounter().Name("bloomgate_offset_commits_total")
+                    .Help("Offset commits (each after a producer flush)").Register(r).Add({})),
+        running(prometheus::BuildGauge().Name("bloomgate_running")
+                    .Help("1 while the service consumes (start-up checks passed, not stopping)").Register(r).Add({})) {}
+
+  prometheus::Family<Counter>& consumed;
+  prometheus::Family<Counter>& events;
+  prometheus::Family<Counter>& dead_letters;
+  prometheus::Family<Gauge>& slices;
+  prometheus::Family<Gauge>& bits;
+  prometheus::Family<Gauge>& memory;
+  prometheus::Family<Gauge>& elements;
+  prometheus::Family<Gauge>& bits_per_element;
+  prometheus::Family<Gauge>& estimated_fpr;
+  prometheus::Family<Gauge>& target_fpr;
+  prometheus::Family<Gauge>& effective_window;
+  prometheus::Family<Gauge>& ttl;
+  prometheus::Family<Gauge>& assigned;
+  prometheus::Family<Gauge>& next_offset;
+  Gauge& producer_queue;
+  Counter& commits;
+  Gauge& running;
+};
+
+struct ServiceMetrics::PartitionSeries {
+  PartitionSeries(Families& f, const Labels& labels)
+      : consumed(f.consumed.Add(labels)),
+        forwarded(f.events.Add(with(labels, "outcome", "forwarded"))),
+        duplicates(f.events.Add(with(labels, "outcome", "duplicate"))),
+        dead_lettered(f.events.Add(with(labels, "outcome", "dead_letter"))),
+        slices(f.slices.Add(labels)),
+        bits(f.bits.Add(labels)),
+        memory(f.memory.Add(labels)),
+        elements(f.elements.Add(labels)),
+        bits_per_element(f.bits_per_element.Add(labels)),
+        estimated_fpr(f.estimated_fpr.Add(labels)),
+        target_fpr(f.target_fpr.Add(labels)),
+        effective_window(f.effective_window.Add(labels)),
+        assigned(f.assigned.Add(labels)),
+        next_offset(f.next_offset.Add(labels)) {
+    for (std::size_t i = 0; i < kRejectionReasonCount; ++i) {
+      const auto reason = reason_name(static_cast<RejectionReason>(i));
+      by_reason[i] = &f.dead_letters.Add(with(labels, "reason", std::string(reason)));
+    }
+  }
+
+  static Labels with(Labels labels, const std::string& name, const std::string& value) {
+    labels.emplace(name, value);
+    return labels;
+  }
+
+  void update(const PartitionReport& p) {
+    advance(consumed, p.consumed);
+    advance(forwarded, p.counters.forwarded);
+    advance(duplicates, p.counters.duplicates);
+    advance(dead_lettered, p.counters.dead_lettered);
+    for (std::size_t i = 0; i < kRejectionReasonCount; ++i) advance(*by_reason[i], p.dead_letters_by_reason[i]);
+    slices.Set(static_cast<double>(p.filter.slices));
+    bits.Set(static_cast<double>(p.filter.bits));
+    memory.Set(static_cast<double>(p.filter.bits) / 8);
+    elements.Set(static_cast<double>(p.filter.elements));
+    bits_per_element.Set(p.filter.bits_per_element);
+    estimated_fpr.Set(p.filter.estimated_fpr);
+    target_fpr.Set(p.filter.target_fpr);
+    effective_window.Set(p.filter.effective_window ? std::chrono::duration<double>(*p.filter.effective_window).count() : 0);
+    assigned.Set(p.assigned ? 1 : 0);
+    next_offset.Set(static_cast<double>(p.next_offset));
+  }
+
+  Counter& consumed;
+  Counter& forwarded;
+  Counter& duplicates;
+  Counter& dead_lettered;
+  std::array<Counter*, kRejectionReasonCount> by_reason{};
+  Gauge& slices;
+  Gauge& bits;
+  Gauge& memory;
+  Gauge& elements;
+  Gauge& bits_per_element;
+  Gauge& estimated_fpr;
+  Gauge& target_fpr;
+  Gauge& effective_window;
+  Gauge& assigned;
+  Gauge& next_offset;
+};
+
+ServiceMetrics::ServiceMetrics(prometheus::Registry& registry, const config::Config& config)
+    : families_(std::make_unique<Families>(registry)) {
+  for (const auto& pipeline : config.pipelines) {
+    const double seconds = std::chrono::duration<double>(pipeline.ttl).count();
+    families_->ttl.Add({{"pipeline", pipeline.name}}).Set(seconds);
+  }
+}
+
+ServiceMetrics::~ServiceMetrics() = default;
+
+ServiceMetrics::PartitionSeries& ServiceMetrics::series_for(const PartitionReport& partition) {
+  auto& slot = partitions_[{partition.topic, partition.partition}];
+  if (!slot) {
+    const Labels labels{{"pipeline", partition.pipeline},
+                        {"topic", partition.topic},
+                        {"partition", std::to_string(partition.partition)}};
+    slot = std::make_unique<PartitionSeries>(*families_, labels);
+  }
+  return *slot;
+}
+
+void ServiceMetrics::update(const ServiceSnapshot& snapshot) {
+  for (const auto& partition : snapshot.partitions) series_for(partition).update(partition);
+  families_->producer_queue.Set(snapshot.producer_queue);
+  advance(families_->commits, snapshot.commits);
+  families_->running.Set(snapshot.running ? 1 : 0);
+}
+
+ServiceEndpoints::ServiceEndpoints(const Service& service, const config::Config& config, const std::string& listen)
+    : registry_(std::make_shared<prometheus::Registry>()), metrics_(*registry_, config) {
+  connectors::register_build_info(*registry_, BLOOMGATE_VERSION);
+  connectors::MetricsServerOptions options;
+  options.listen = listen;
+  options.ready = [&service] { return service.snapshot().running; };
+  options.before_scrape = [this, &service] { metrics_.update(service.snapshot()); };
+  server_ = std::make_unique<connectors::MetricsServer>(registry_, std::move(options));
+}
+
+ServiceEndpoints::~ServiceEndpoints() = default;
+
+std::string ServiceEndpoints::address() const { return server_->address(); }
+
+}  // namespace bloomgate::app
