@@ -33,6 +33,7 @@ constexpr const char* kOutputTopic = "demo-unique";
 constexpr const char* kDeadLetterTopic = "demo-dead-letter";
 constexpr const char* kSequenceHeader = "demo.seq";
 constexpr std::chrono::seconds kReadBackIdleLimit{20};
+constexpr int kExitInterrupted = 130;  // the shell's convention for a run ended by SIGINT
 
 // What the exact answer said about one produced event.
 struct ExpectedEvent {
@@ -161,12 +162,12 @@ class ProgressLine {
     const auto now = Clock::now();
     if (snapshot.consumed > 0 && !first_consumed_) first_consumed_ = now;
     if (snapshot.consumed >= total_ && !last_consumed_) last_consumed_ = now;
-    const double interval = std::chrono::duration<double>(now - last_time_).count();
-    const double rate = interval > 0 ? static_cast<double>(snapshot.consumed - last_consumed_count_) / interval : 0;
-    last_time_ = now;
-    last_consumed_count_ = snapshot.consumed;
-    if (!terminal_ && now - last_printed_ < std::chrono::seconds(2) && !last_consumed_) return;
+    const auto print_every = terminal_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(2000);
+    if (now - last_printed_ < print_every && !last_consumed_) return;
+    const double interval = std::chrono::duration<double>(now - last_printed_).count();
+    const double rate = static_cast<double>(snapshot.consumed - last_consumed_count_) / interval;
     last_printed_ = now;
+    last_consumed_count_ = snapshot.consumed;
     std::cerr << (terminal_ ? "\r" : "") << "  consumed " << grouped(snapshot.consumed) << " / " << grouped(total_)
               << "  " << grouped(static_cast<std::uint64_t>(rate)) << " events/s  forwarded "
               << grouped(snapshot.forwarded) << "  dropped " << grouped(snapshot.duplicates) << "      "
@@ -185,8 +186,7 @@ class ProgressLine {
  private:
   std::uint64_t total_;
   bool terminal_;
-  Clock::time_point last_time_ = Clock::now();
-  Clock::time_point last_printed_{};
+  Clock::time_point last_printed_ = Clock::now();
   std::uint64_t last_consumed_count_ = 0;
   std::optional<Clock::time_point> first_consumed_;
   std::optional<Clock::time_point> last_consumed_;
@@ -386,6 +386,11 @@ int run_demo_command(const DemoOptions& options, std::ostream& out) {
         out << "bloomgate demo: " << *error << '\n';
         return kExitServiceFailed;
       }
+    }
+    if (signals.requested().load()) {
+      out << "bloomgate demo: interrupted after " << grouped(final_state.consumed) << " of " << grouped(options.events)
+          << " events; the comparison with the exact answer needs the whole stream, so there is no report\n";
+      return kExitInterrupted;
     }
     DemoReport report = summarize(options, final_state, progress.seconds());
     report.read_back = verifier.records();

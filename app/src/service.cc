@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <map>
+#include <random>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -29,10 +31,44 @@ constexpr std::chrono::milliseconds kPollTimeout{100};
 constexpr std::chrono::milliseconds kMetadataTimeout{10'000};
 constexpr std::chrono::milliseconds kCheckpointFlushTimeout{30'000};
 constexpr std::uint64_t kProducerPollEvery = 1024;  // serve delivery reports without a call per event
+constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histogram samples 1 event in 64
 
 filters::TimePoint wall_clock_now() {
   return std::chrono::time_point_cast<filters::Duration>(std::chrono::system_clock::now());
 }
+
+// Measures the false-positive rate the way a user meets it: keys that were never inserted, asked at the
+// filter's present. Probe keys are 16 random bytes from a generator with a fixed seed (the same probes in
+// every run); a real key equal to one is a 2^-128 event.
+class FprProbe {
+ public:
+  // Asks kFprProbesPerSnapshot keys; returns the hits, and keeps the window for observed().
+  std::uint64_t probe(const filters::Filter& filter, filters::TimePoint now) {
+    std::uint64_t hits = 0;
+    for (std::uint64_t i = 0; i < kFprProbesPerSnapshot; ++i) {
+      const std::array<std::uint64_t, 2> bytes{random_(), random_()};
+      const std::string_view key(reinterpret_cast<const char*>(bytes.data()), sizeof bytes);
+      if (filter.contains(key, now)) ++hits;
+    }
+    window_.push_back(hits);
+    window_hits_ += hits;
+    if (window_.size() > kFprWindowSnapshots) {
+      window_hits_ -= window_.front();
+      window_.pop_front();
+    }
+    return hits;
+  }
+
+  double observed() const {
+    if (window_.empty()) return 0;
+    return static_cast<double>(window_hits_) / static_cast<double>(window_.size() * kFprProbesPerSnapshot);
+  }
+
+ private:
+  std::mt19937_64 random_{0x6670722d70726f62};  // "fpr-prob"
+  std::deque<std::uint64_t> window_;
+  std::uint64_t window_hits_ = 0;
+};
 
 // The live state of one assigned input partition.
 struct PartitionWorker {
@@ -43,6 +79,7 @@ struct PartitionWorker {
   PartitionDeduplicator deduplicator;
   PartitionReport* report;                       // cumulative counters, owned by Service::Impl::reports_
   std::int64_t committed_offset = connectors::kNoOffset;
+  FprProbe fpr_probe;
 };
 
 using PartitionKey = std::pair<std::string, std::int32_t>;
@@ -97,7 +134,7 @@ class Service::Impl {
 
   void start() {
     const connectors::KafkaConfig kafka = client_config(ClientRole::kOther);
-    check_topics(kafka);
+    for (const PartitionKey& key : check_topics(kafka)) report_for(key);
     connectors::ProducerOptions producer_options;
     producer_options.hooks = options_.hooks;
     producer_options.on_delivery = [this](const connectors::DeliveryReport& report) { on_delivery(report); };
@@ -138,7 +175,9 @@ class Service::Impl {
 
   // Everything the pipelines write to must exist before the first event is consumed: a missing output
   // discovered mid-stream would stop the service with events half-processed.
-  void check_topics(const connectors::KafkaConfig& kafka) const {
+  // Returns every input partition, so their reports (and metrics) exist from start-up.
+  std::vector<PartitionKey> check_topics(const connectors::KafkaConfig& kafka) const {
+    std::vector<PartitionKey> inputs;
     const connectors::Admin admin(kafka, options_.hooks);
     for (const auto& pipeline : config_.pipelines) {
       const std::string where = "pipeline " + pipeline.name + ": ";
@@ -147,6 +186,7 @@ class Service::Impl {
       if (!pipeline.dead_letter.empty()) partition_count(admin, pipeline.dead_letter, where + "dead-letter");
       for (const auto& input : pipeline.inputs) {
         const int input_partitions = partition_count(admin, input, where + "input");
+        for (std::int32_t p = 0; p < input_partitions; ++p) inputs.emplace_back(input, p);
         if (pipeline.output_partitioning == config::OutputPartitioning::kSameAsInput &&
             output_partitions < input_partitions) {
           throw std::runtime_error(where + "output topic " + pipeline.output + " has " +
@@ -156,6 +196,15 @@ class Service::Impl {
         }
       }
     }
+    return inputs;
+  }
+
+  PartitionReport& report_for(const PartitionKey& key) {
+    PartitionReport& report = reports_[key];
+    report.pipeline = pipeline_of_topic_.at(key.first)->name;
+    report.topic = key.first;
+    report.partition = key.second;
+    return report;
   }
 
   // ---- the loop -----------------------------------------------------------------------------------
@@ -195,6 +244,8 @@ class Service::Impl {
     }
     PartitionWorker* worker = worker_for(message);
     if (worker == nullptr) return;  // fetched just before its partition was revoked: the next owner has it
+    const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
+    const auto started = timed ? Clock::now() : Clock::time_point{};
     const std::vector<connectors::HeaderView> original = message.headers();
     event_headers_.clear();
     for (const auto& header : original) event_headers_.push_back({header.name, header.value});
@@ -206,6 +257,7 @@ class Service::Impl {
     report.counters = worker->deduplicator.counters();
     if (verdict.rejection) ++report.dead_letters_by_reason[static_cast<std::size_t>(verdict.rejection->reason)];
     report.next_offset = message.offset() + 1;
+    if (timed) processing_latency_.observe(std::chrono::duration<double>(Clock::now() - started).count());
   }
 
   // Produces what the verdict says; false when the service must stop with this event not processed.
@@ -277,15 +329,13 @@ class Service::Impl {
       const auto pipeline = pipeline_of_topic_.find(partition.topic);
       if (pipeline == pipeline_of_topic_.end()) continue;
       PartitionKey key(partition.topic, partition.partition);
-      PartitionReport& report = reports_[key];
-      report.pipeline = pipeline->second->name;
-      report.topic = partition.topic;
-      report.partition = partition.partition;
+      PartitionReport& report = report_for(key);
       report.assigned = true;
       workers_[key] = std::make_unique<PartitionWorker>(*pipeline->second, report);
       partition.offset = connectors::kNoOffset;  // the committed offset (durable state will refine this)
     }
     invalidate_worker_cache();
+    joined_ = true;
     spdlog::info("assigned {} partition(s): {}", partitions.size(), describe(partitions));
   }
 
@@ -397,11 +447,20 @@ class Service::Impl {
     worker.report->filter.slice_stats.clear();
   }
 
+  void sample_partition(PartitionWorker& worker, filters::TimePoint now) {
+    refresh_filter_stats(worker, now);
+    PartitionReport& report = *worker.report;
+    report.fpr_probe_hits += worker.fpr_probe.probe(worker.deduplicator.filter(), worker.deduplicator.filter_time(now));
+    report.fpr_probes += kFprProbesPerSnapshot;
+    report.observed_fpr = worker.fpr_probe.observed();
+    if (const auto high = consumer_->cached_high_watermark(report.topic, report.partition)) report.high_watermark = *high;
+  }
+
   void publish_snapshot() {
     ServiceSnapshot snapshot;
     const auto now = wall_clock_now();
     for (auto& [key, report] : reports_) {
-      if (const auto worker = workers_.find(key); worker != workers_.end()) refresh_filter_stats(*worker->second, now);
+      if (const auto worker = workers_.find(key); worker != workers_.end()) sample_partition(*worker->second, now);
       PartitionReport copy = report;
       snapshot.consumed += copy.consumed;
       snapshot.forwarded += copy.counters.forwarded;
@@ -410,8 +469,9 @@ class Service::Impl {
       snapshot.partitions.push_back(std::move(copy));
     }
     snapshot.commits = commits_;
+    snapshot.processing_latency = processing_latency_;
     snapshot.producer_queue = producer_ ? producer_->outq_len() : 0;
-    snapshot.running = running_;
+    snapshot.running = running_ && joined_;
     {
       std::lock_guard lock(snapshot_mutex_);
       published_ = snapshot;
@@ -435,8 +495,11 @@ class Service::Impl {
   std::vector<EventHeader> event_headers_;
   OutputHeaders output_headers_;
   std::uint64_t consumed_since_producer_poll_ = 0;
+  std::uint64_t events_since_timing_ = 0;
+  LatencyHistogram processing_latency_;
   std::uint64_t commits_ = 0;
   bool running_ = false;
+  bool joined_ = false;  // the group has given this member its first assignment (possibly empty)
   std::optional<Clock::time_point> stop_deadline_;
   std::optional<std::string> failure_;
 

@@ -2,6 +2,7 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 
 #include <array>
 
@@ -30,13 +31,14 @@ struct ServiceMetrics::Families {
         dead_letters(prometheus::BuildCounter().Name("bloomgate_dead_letters_total")
                          .Help("Events sent to the dead-letter topic, by reason").Register(r)),
         slices(prometheus::BuildGauge().Name("bloomgate_filter_slices").Help("Slices in the partition's filter").Register(r)),
-        bits(prometheus::BuildGauge().Name("bloomgate_filter_bits").Help("Bits of the partition's filter cells").Register(r)),
+        bits(prometheus::BuildGauge().Name("bloomgate_filter_cells")
+                  .Help("Cells (bits) of the partition's filter; promtool's lint forbids the unit name bits").Register(r)),
         memory(prometheus::BuildGauge().Name("bloomgate_filter_memory_bytes")
                    .Help("Memory of the partition's filter cells").Register(r)),
         elements(prometheus::BuildGauge().Name("bloomgate_filter_elements")
                      .Help("Distinct keys the partition's filter holds within its window").Register(r)),
-        bits_per_element(prometheus::BuildGauge().Name("bloomgate_filter_bits_per_element")
-                             .Help("Filter bits per key in the window").Register(r)),
+        bits_per_element(prometheus::BuildGauge().Name("bloomgate_filter_cells_per_element")
+                             .Help("Filter cells (bits) per key in the window").Register(r)),
         estimated_fpr(prometheus::BuildGauge().Name("bloomgate_filter_estimated_fpr")
                           .Help("False-positive rate estimated from the live slices' fill").Register(r)),
         target_fpr(prometheus::BuildGauge().Name("bloomgate_filter_target_fpr")
@@ -49,6 +51,20 @@ struct ServiceMetrics::Families {
                      .Help("1 while this member owns the input partition").Register(r)),
         next_offset(prometheus::BuildGauge().Name("bloomgate_partition_next_offset")
                         .Help("The next input offset to process").Register(r)),
+        fpr_probes(prometheus::BuildCounter().Name("bloomgate_filter_fpr_probes_total")
+                       .Help("Random never-inserted keys asked of the filter to measure its false-positive rate")
+                       .Register(r)),
+        fpr_probe_hits(prometheus::BuildCounter().Name("bloomgate_filter_fpr_probe_hits_total")
+                           .Help("Probe keys the filter reported present: false positives").Register(r)),
+        observed_fpr(prometheus::BuildGauge().Name("bloomgate_filter_observed_fpr")
+                         .Help("False positives among the probe keys of the last 100 samples").Register(r)),
+        lag(prometheus::BuildGauge().Name("bloomgate_consumer_lag_records")
+                .Help("High watermark minus the next offset to process").Register(r)),
+        processing(prometheus::BuildHistogram().Name("bloomgate_event_processing_seconds")
+                       .Help("Time to decide one event and hand it to the producer (1 event in 64 is timed)")
+                       .Register(r)
+                       .Add({}, prometheus::Histogram::BucketBoundaries(LatencyHistogram::kBoundsSeconds.begin(),
+                                                                        LatencyHistogram::kBoundsSeconds.end()))),
         producer_queue(prometheus::BuildGauge().Name("bloomgate_producer_queue_records")
                            .Help("Records produced and not yet acknowledged").Register(r)
                            .Add({})),
@@ -71,6 +87,11 @@ struct ServiceMetrics::Families {
   prometheus::Family<Gauge>& ttl;
   prometheus::Family<Gauge>& assigned;
   prometheus::Family<Gauge>& next_offset;
+  prometheus::Family<Counter>& fpr_probes;
+  prometheus::Family<Counter>& fpr_probe_hits;
+  prometheus::Family<Gauge>& observed_fpr;
+  prometheus::Family<Gauge>& lag;
+  prometheus::Histogram& processing;
   Gauge& producer_queue;
   Counter& commits;
   Gauge& running;
@@ -91,7 +112,11 @@ struct ServiceMetrics::PartitionSeries {
         target_fpr(f.target_fpr.Add(labels)),
         effective_window(f.effective_window.Add(labels)),
         assigned(f.assigned.Add(labels)),
-        next_offset(f.next_offset.Add(labels)) {
+        next_offset(f.next_offset.Add(labels)),
+        fpr_probes(f.fpr_probes.Add(labels)),
+        fpr_probe_hits(f.fpr_probe_hits.Add(labels)),
+        observed_fpr(f.observed_fpr.Add(labels)),
+        lag(f.lag.Add(labels)) {
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) {
       const auto reason = reason_name(static_cast<RejectionReason>(i));
       by_reason[i] = &f.dead_letters.Add(with(labels, "reason", std::string(reason)));
@@ -119,6 +144,11 @@ struct ServiceMetrics::PartitionSeries {
     effective_window.Set(p.filter.effective_window ? std::chrono::duration<double>(*p.filter.effective_window).count() : 0);
     assigned.Set(p.assigned ? 1 : 0);
     next_offset.Set(static_cast<double>(p.next_offset));
+    advance(fpr_probes, p.fpr_probes);
+    advance(fpr_probe_hits, p.fpr_probe_hits);
+    observed_fpr.Set(p.observed_fpr);
+    const bool lag_known = p.high_watermark >= 0 && p.next_offset >= 0;
+    lag.Set(lag_known ? static_cast<double>(std::max<std::int64_t>(p.high_watermark - p.next_offset, 0)) : 0);
   }
 
   Counter& consumed;
@@ -136,6 +166,10 @@ struct ServiceMetrics::PartitionSeries {
   Gauge& effective_window;
   Gauge& assigned;
   Gauge& next_offset;
+  Counter& fpr_probes;
+  Counter& fpr_probe_hits;
+  Gauge& observed_fpr;
+  Gauge& lag;
 };
 
 ServiceMetrics::ServiceMetrics(prometheus::Registry& registry, const config::Config& config)
@@ -161,9 +195,21 @@ ServiceMetrics::PartitionSeries& ServiceMetrics::series_for(const PartitionRepor
 
 void ServiceMetrics::update(const ServiceSnapshot& snapshot) {
   for (const auto& partition : snapshot.partitions) series_for(partition).update(partition);
+  publish_latency(snapshot.processing_latency);
   families_->producer_queue.Set(snapshot.producer_queue);
   advance(families_->commits, snapshot.commits);
   families_->running.Set(snapshot.running ? 1 : 0);
+}
+
+void ServiceMetrics::publish_latency(const LatencyHistogram& latest) {
+  std::vector<double> increments(latest.counts.size());
+  bool any = false;
+  for (std::size_t i = 0; i < latest.counts.size(); ++i) {
+    increments[i] = static_cast<double>(latest.counts[i] - published_latency_.counts[i]);
+    any = any || increments[i] > 0;
+  }
+  if (any) families_->processing.ObserveMultiple(increments, latest.sum_seconds - published_latency_.sum_seconds);
+  published_latency_ = latest;
 }
 
 ServiceEndpoints::ServiceEndpoints(const Service& service, const config::Config& config, const std::string& listen)

@@ -170,6 +170,16 @@ KafkaResult<TopicPartitions> Consumer::assignment() const {
   return to_topic_partitions(list.get());
 }
 
+std::optional<std::int64_t> Consumer::cached_high_watermark(const std::string& topic, std::int32_t partition) const {
+  std::int64_t low = RD_KAFKA_OFFSET_INVALID;
+  std::int64_t high = RD_KAFKA_OFFSET_INVALID;
+  if (rd_kafka_get_watermark_offsets(handle_.get(), topic.c_str(), partition, &low, &high) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+      high == RD_KAFKA_OFFSET_INVALID) {
+    return std::nullopt;
+  }
+  return high;
+}
+
 KafkaError Consumer::close() {
   if (closed_) return {};
   closed_ = true;

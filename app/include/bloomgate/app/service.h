@@ -73,8 +73,33 @@ struct PartitionReport {
   std::uint64_t consumed = 0;
   PartitionCounters counters;
   std::array<std::uint64_t, kRejectionReasonCount> dead_letters_by_reason{};
-  std::int64_t next_offset = -1;  // the next input offset to process; -1 before the first event
-  filters::FilterStats filter;    // as of the last snapshot or revocation; slice_stats left empty
+  std::int64_t next_offset = -1;     // the next input offset to process; -1 before the first event
+  std::int64_t high_watermark = -1;  // as last fetched; -1 when unknown. Lag = high_watermark - next_offset
+  filters::FilterStats filter;       // as of the last snapshot or revocation; slice_stats left empty
+  // The observed false-positive rate: random keys that were never inserted are asked at every snapshot
+  // (kFprProbesPerSnapshot of them); hits are the ones the filter reported present.
+  std::uint64_t fpr_probes = 0;
+  std::uint64_t fpr_probe_hits = 0;
+  double observed_fpr = 0;  // hits / probes over the last kFprWindowSnapshots snapshots
+};
+
+inline constexpr std::uint64_t kFprProbesPerSnapshot = 1000;
+inline constexpr std::size_t kFprWindowSnapshots = 100;
+
+// Time to process one event (decide and hand to the producer), sampled on one event in 64 so the clock
+// is not read on every event. Buckets as Prometheus wants them: cumulative counts come from these.
+struct LatencyHistogram {
+  static constexpr std::array<double, 10> kBoundsSeconds{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5,
+                                                         5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2};
+  std::array<std::uint64_t, kBoundsSeconds.size() + 1> counts{};  // the last one: above every bound
+  double sum_seconds = 0;
+
+  void observe(double seconds) {
+    std::size_t bucket = 0;
+    while (bucket < kBoundsSeconds.size() && seconds > kBoundsSeconds[bucket]) ++bucket;
+    ++counts[bucket];
+    sum_seconds += seconds;
+  }
 };
 
 struct ServiceSnapshot {
@@ -85,7 +110,9 @@ struct ServiceSnapshot {
   std::uint64_t dead_lettered = 0;
   std::uint64_t commits = 0;
   int producer_queue = 0;  // records produced but not yet acknowledged
-  bool running = false;    // consuming (start-up checks passed, not stopping)
+  LatencyHistogram processing_latency;
+  bool running = false;    // consuming: start-up checks passed, the group assigned this member its
+                           // partitions (possibly none), and not stopping. /readyz answers from this.
 };
 
 struct ServiceOptions {

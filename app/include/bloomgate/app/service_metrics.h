@@ -8,15 +8,19 @@
 //   bloomgate_events_consumed_total{pipeline,topic,partition}
 //   bloomgate_events_total{pipeline,topic,partition,outcome}   outcome: forwarded | duplicate | dead_letter
 //   bloomgate_dead_letters_total{pipeline,topic,partition,reason}   reason: reason_name()
-//   bloomgate_filter_slices / _bits / _memory_bytes / _elements / _bits_per_element
+//   bloomgate_filter_slices / _cells / _memory_bytes / _elements / _cells_per_element (a cell is one bit:
+//     promtool's lint rejects "bits" as a unit name)
 //   bloomgate_filter_estimated_fpr / _target_fpr                     ratios
 //   bloomgate_filter_effective_window_seconds / bloomgate_pipeline_ttl_seconds
 //   bloomgate_partition_assigned{pipeline,topic,partition}           1 while this member owns it
-//   bloomgate_partition_next_offset{pipeline,topic,partition}
+//   bloomgate_partition_next_offset{pipeline,topic,partition}, bloomgate_consumer_lag_records{...}
+//   bloomgate_filter_fpr_probes_total / _fpr_probe_hits_total / bloomgate_filter_observed_fpr: the
+//     measured false-positive rate (service.h, PartitionReport), to set against the estimate
+//   bloomgate_event_processing_seconds (histogram, one event in 64 timed)
 //   bloomgate_producer_queue_records, bloomgate_offset_commits_total, bloomgate_running
 //
-// Every series of a partition exists, at zero, from the moment the partition is first assigned; the
-// process-wide ones from start-up. Counters are cumulative over the process's life (a partition that
+// Every series of an input partition exists, at zero, once the service's start-up checks have listed the
+// input partitions; the process-wide ones from construction. Counters are cumulative over the process's life (a partition that
 // is revoked and comes back continues where it was).
 //
 // Thread-safety: update() calls must not overlap (MetricsServer serialises before_scrape).
@@ -49,9 +53,11 @@ class ServiceMetrics {
   struct PartitionSeries;
 
   PartitionSeries& series_for(const PartitionReport& partition);
+  void publish_latency(const LatencyHistogram& latest);
 
   std::unique_ptr<Families> families_;
   std::map<std::pair<std::string, std::int32_t>, std::unique_ptr<PartitionSeries>> partitions_;
+  LatencyHistogram published_latency_;
 };
 
 // The service's HTTP endpoint: /metrics (ServiceMetrics and bloomgate_build_info), /healthz, and /readyz

@@ -88,6 +88,10 @@ class Consumer {
   // The partitions currently assigned to this member.
   [[nodiscard]] KafkaResult<TopicPartitions> assignment() const;
 
+  // The partition's high watermark as last reported by a fetch response (no request is made; librdkafka
+  // caches it), or nothing before the first fetch. high watermark - next offset = consumer lag.
+  [[nodiscard]] std::optional<std::int64_t> cached_high_watermark(const std::string& topic, std::int32_t partition) const;
+
   // Leaves the group (running on_revoked for what it owns) and stops fetching. Idempotent.
   KafkaError close();
 
