@@ -276,6 +276,11 @@ class Service::Impl {
                        output_headers_.with_source(message, original));
       case Outcome::kDeadLetter:
         if (pipeline.dead_letter.empty()) {
+          // The events before this one are processed: flush their records and commit up to (not past)
+          // this event, as a graceful stop would. A failure skips the exit flush, so without this their
+          // records would be discarded unsent, or written and then written again by the next run.
+          checkpoint(all_workers(), CommitMode::kSync,
+                     Clock::now() + std::chrono::duration_cast<Clock::duration>(config_.shutdown.grace_period));
           fail("pipeline " + pipeline.name + ": the event at " + std::string(message.topic()) + "/" +
                std::to_string(message.partition()) + " offset " + std::to_string(message.offset()) +
                " cannot be keyed (" + std::string(reason_name(verdict.rejection->reason)) + ": " +

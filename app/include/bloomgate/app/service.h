@@ -9,8 +9,9 @@
 //               partitioner's choice by message key (by_key).
 //   duplicate   dropped, or written to the duplicates topic (with the source headers) when configured.
 //   dead letter written to the dead-letter topic with the source headers and the reason headers; with no
-//               dead-letter topic the service stops (exit 1) without committing that event: it is never
-//               lost, and the operator fixes the configuration or the producer.
+//               dead-letter topic the service flushes and commits the events before it, then stops
+//               (exit 1) without committing that event: it is never lost, and the operator fixes the
+//               configuration or the producer.
 //
 // Source headers (an interface: never rename one):
 //   bloomgate.source.topic, bloomgate.source.partition, bloomgate.source.offset   (decimal text)

@@ -7,7 +7,10 @@
 // What it can and cannot do (librdkafka 2.0.2, reliability-anchors.md §3): consumer groups, offset
 // commits with metadata, idempotent and transactional producers, fault injection (brokers down, request
 // errors); no persistence, no SASL/SSL, no CreateTopics (use create_topic), and aborted transactional
-// records stay visible. The mock API is marked experimental by librdkafka: only this class touches it.
+// records stay visible. Retention is fixed: each partition keeps only its newest 5 MiB or 100,000
+// message sets (rdkafka_mock.c), older records are dropped as if by retention, so a reader that falls
+// further behind than that loses records (the demo paces its producer for this reason).
+// The mock API is marked experimental by librdkafka: only this class touches it.
 //
 // Ownership: owns a dedicated producer handle that hosts the cluster, and the cluster; the destructor
 // stops the cluster, then destroys the handle. Clients connected to it should be destroyed first (they

@@ -1,0 +1,418 @@
+// File: service_test_support.h
+//
+// What the service's end-to-end tests share: a service configuration tuned for the embedded broker, a
+// producer of described events, reading a topic back in full, the Service running on a thread of its
+// own with a stop flag, the committed offsets of a group, and steady load from a producer thread.
+//
+// Every wait is bounded (kWaitLimit or less): without a broker, or with a service that never stops, a
+// test fails instead of hanging. Broken test plumbing (a produce that fails, a topic that cannot be
+// read in time) throws std::runtime_error, which gtest reports as a failure of the test.
+//
+// Timing of the librdkafka 2.0.2 mock group coordinator (tests/connectors/kafka_test_support.h): the
+// first join of an empty group waits 3 s, so every service run takes at least that long to start
+// consuming; session.timeout.ms=4000 keeps a 1 s margin on it.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bloomgate/app/service.h"
+#include "bloomgate/config/config.h"
+#include "bloomgate/connectors/admin.h"
+#include "bloomgate/connectors/consumer.h"
+#include "bloomgate/connectors/embedded_broker.h"
+#include "bloomgate/connectors/kafka_config.h"
+#include "bloomgate/connectors/producer.h"
+#include "bloomgate/connectors/topic_partition.h"
+
+namespace bloomgate::app::test_support {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using connectors::EmbeddedBroker;
+
+// Generous for the loaded 2-core CI machine; a healthy run needs a fraction of it.
+inline constexpr std::chrono::seconds kWaitLimit{30};
+inline constexpr std::chrono::seconds kRequestTimeout{5};  // one metadata, watermark or offset question
+
+// librdkafka properties that make group joins, rebalances and fetches quick on the mock cluster.
+inline std::map<std::string, std::string> fast_client_properties() {
+  return {{"session.timeout.ms", "4000"},       {"heartbeat.interval.ms", "200"},
+          {"topic.metadata.refresh.interval.ms", "1000"}, {"fetch.wait.max.ms", "20"},
+          {"reconnect.backoff.ms", "50"},        {"reconnect.backoff.max.ms", "500"}};
+}
+
+inline connectors::KafkaConfig client_config(const EmbeddedBroker& broker) {
+  connectors::KafkaConfig config;
+  config.with("bootstrap.servers", broker.bootstrap_servers());
+  for (const auto& [name, value] : fast_client_properties()) {
+    if (name != "session.timeout.ms" && name != "heartbeat.interval.ms") config.with(name, value);
+  }
+  return config;
+}
+
+// ---- configuration ---------------------------------------------------------------------------------
+
+// A pipeline keyed by the message key, forwarding to `output` with event time and no refresh.
+inline config::PipelineSettings pipeline(std::string name, std::string input, std::string output,
+                                         config::Duration ttl) {
+  config::PipelineSettings settings;
+  settings.name = std::move(name);
+  settings.inputs = {std::move(input)};
+  settings.output = std::move(output);
+  settings.ttl = ttl;
+  settings.filter.expected_per_ttl = 10'000;
+  return settings;
+}
+
+inline config::Config service_config(const EmbeddedBroker& broker, std::string group_id,
+                                     std::vector<config::PipelineSettings> pipelines) {
+  config::Config config;
+  config.kafka.brokers = broker.bootstrap_servers();
+  config.kafka.group_id = std::move(group_id);
+  config.kafka.properties = fast_client_properties();
+  config.state.checkpoint_interval = 200ms;
+  config.shutdown.grace_period = 5s;
+  config.metrics.listen = "127.0.0.1:0";
+  config.pipelines = std::move(pipelines);
+  return config;
+}
+
+inline void create_topics(EmbeddedBroker& broker, const std::vector<std::string>& topics, int partitions) {
+  for (const std::string& topic : topics) {
+    if (auto error = broker.create_topic(topic, partitions); !error.ok()) {
+      throw std::runtime_error("create_topic " + topic + ": " + error.message());
+    }
+  }
+}
+
+// ---- records ---------------------------------------------------------------------------------------
+
+using Header = std::pair<std::string, std::optional<std::string>>;  // a null value is not an empty one
+
+// An event to produce.
+struct Event {
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  std::vector<Header> headers;
+  std::int64_t timestamp_ms = 0;  // 0: the producer stamps the current time
+  std::int32_t partition = connectors::kAnyPartition;
+};
+
+// A record as read back from a topic.
+struct Record {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  std::vector<Header> headers;
+  std::int64_t timestamp_ms = -1;
+
+  // The value of the last header called `name`; nothing when absent or null.
+  std::optional<std::string> header(std::string_view name) const {
+    for (auto it = headers.rbegin(); it != headers.rend(); ++it) {
+      if (it->first == name) return it->second;
+    }
+    return std::nullopt;
+  }
+};
+
+inline std::optional<std::string> owned(std::optional<std::string_view> view) {
+  return view ? std::optional<std::string>(*view) : std::nullopt;
+}
+
+inline Record to_record(const connectors::ConsumedMessage& message) {
+  Record record{std::string(message.topic()), message.partition(), message.offset(), owned(message.key()),
+                owned(message.value()), {}, message.timestamp_ms().value_or(-1)};
+  for (const auto& header : message.headers()) record.headers.emplace_back(std::string(header.name), owned(header.value));
+  return record;
+}
+
+// Where a record the service wrote came from: its bloomgate.source.* headers.
+struct Source {
+  std::string topic;
+  std::int32_t partition = -1;
+  std::int64_t offset = -1;
+  friend auto operator<=>(const Source&, const Source&) = default;
+};
+
+inline std::int64_t parse_number(const std::optional<std::string>& text) {
+  std::int64_t number = -1;
+  if (!text || std::from_chars(text->data(), text->data() + text->size(), number).ec != std::errc()) return -1;
+  return number;
+}
+
+inline Source source_of(const Record& record) {
+  return {record.header(headers::kSourceTopic).value_or(""),
+          static_cast<std::int32_t>(parse_number(record.header(headers::kSourcePartition))),
+          parse_number(record.header(headers::kSourceOffset))};
+}
+
+inline Source position_of(const Record& record) { return {record.topic, record.partition, record.offset}; }
+
+// ---- producing -------------------------------------------------------------------------------------
+
+class EventProducer {
+ public:
+  explicit EventProducer(const EmbeddedBroker& broker) : producer_(make(broker, failed_)) {}
+
+  void produce(const std::string& topic, const Event& event) {
+    std::vector<connectors::HeaderView> headers;
+    for (const auto& [name, value] : event.headers) {
+      headers.push_back({name, value ? std::optional<std::string_view>(*value) : std::nullopt});
+    }
+    connectors::OutgoingMessage message;
+    message.partition = event.partition;
+    if (event.key) message.key = *event.key;
+    if (event.value) message.value = *event.value;
+    message.headers = headers;
+    message.timestamp_ms = event.timestamp_ms;
+    if (auto error = producer_->produce(topic, message); !error.ok()) {
+      throw std::runtime_error("producing to " + topic + ": " + error.message());
+    }
+  }
+
+  void flush() {
+    if (auto error = producer_->flush(kWaitLimit); !error.ok()) throw std::runtime_error("flush: " + error.message());
+    if (failed_->load() != 0) throw std::runtime_error(std::to_string(failed_->load()) + " events were not delivered");
+  }
+
+ private:
+  static std::unique_ptr<connectors::Producer> make(const EmbeddedBroker& broker,
+                                                    const std::shared_ptr<std::atomic<int>>& failed) {
+    connectors::ProducerOptions options;
+    options.on_delivery = [failed](const connectors::DeliveryReport& report) {
+      if (!report.error.ok()) ++*failed;
+    };
+    return std::make_unique<connectors::Producer>(client_config(broker).with("linger.ms", "5"), std::move(options));
+  }
+
+  std::shared_ptr<std::atomic<int>> failed_ = std::make_shared<std::atomic<int>>(0);
+  std::unique_ptr<connectors::Producer> producer_;
+};
+
+inline void produce_all(const EmbeddedBroker& broker, const std::string& topic, const std::vector<Event>& events) {
+  EventProducer producer(broker);
+  for (const Event& event : events) producer.produce(topic, event);
+  producer.flush();
+}
+
+// Produces `count` events with unique keys ("<prefix>-<i>") to every partition of `topic` (by key), at
+// about `per_second`, on a thread of its own; join() waits for the last delivery.
+class LoadProducer {
+ public:
+  LoadProducer(const EmbeddedBroker& broker, std::string topic, std::string prefix, int count, double per_second)
+      : thread_([this, &broker, topic = std::move(topic), prefix = std::move(prefix), count, per_second] {
+          try {
+            run(broker, topic, prefix, count, per_second);
+          } catch (const std::exception& e) {
+            error_ = e.what();
+          }
+        }) {}
+  ~LoadProducer() {
+    if (thread_.joinable()) thread_.join();
+  }
+  LoadProducer(const LoadProducer&) = delete;
+  LoadProducer& operator=(const LoadProducer&) = delete;
+
+  // Empty when every event was delivered.
+  std::string join() {
+    thread_.join();
+    return error_;
+  }
+
+ private:
+  static void run(const EmbeddedBroker& broker, const std::string& topic, const std::string& prefix, int count,
+                  double per_second) {
+    EventProducer producer(broker);
+    const auto start = Clock::now();
+    for (int i = 0; i < count; ++i) {
+      if (i % 100 == 0) {
+        std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(i / per_second)));
+      }
+      const std::string key = prefix + "-" + std::to_string(i);
+      producer.produce(topic, Event{key, "{\"n\":" + std::to_string(i) + "}", {}, 0, connectors::kAnyPartition});
+    }
+    producer.flush();
+  }
+
+  std::string error_;
+  std::thread thread_;  // last: starts after error_ exists
+};
+
+// ---- reading back ----------------------------------------------------------------------------------
+
+inline int partition_count(const EmbeddedBroker& broker, const std::string& topic) {
+  const connectors::Admin admin(client_config(broker));
+  const auto count = admin.partition_count(topic, kRequestTimeout);
+  if (!count.ok()) throw std::runtime_error("partition count of " + topic + ": " + count.error().message());
+  return count.value();
+}
+
+// The high watermark (next offset) of every partition of `topic`. The embedded broker keeps only the
+// newest 5 MiB of a partition: a low watermark above 0 means records were dropped, and fails here.
+inline std::map<std::int32_t, std::int64_t> end_offsets(const EmbeddedBroker& broker, const std::string& topic) {
+  const connectors::Admin admin(client_config(broker));
+  std::map<std::int32_t, std::int64_t> ends;
+  for (std::int32_t partition = 0; partition < partition_count(broker, topic); ++partition) {
+    const auto marks = admin.watermarks(topic, partition, kRequestTimeout);
+    if (!marks.ok()) throw std::runtime_error("watermarks of " + topic + ": " + marks.error().message());
+    if (marks.value().low != 0) throw std::runtime_error("the embedded broker dropped records of " + topic);
+    ends[partition] = marks.value().high;
+  }
+  return ends;
+}
+
+inline std::int64_t total(const std::map<std::int32_t, std::int64_t>& per_partition) {
+  std::int64_t sum = 0;
+  for (const auto& [partition, count] : per_partition) sum += count;
+  return sum;
+}
+
+// Every record of `topic` as it is now (all partitions, up to their high watermarks), ordered by
+// (partition, offset). Partitions are assigned directly, so no group join is waited for.
+inline std::vector<Record> read_topic(const EmbeddedBroker& broker, const std::string& topic) {
+  const std::map<std::int32_t, std::int64_t> ends = end_offsets(broker, topic);
+  std::vector<Record> records;
+  connectors::TopicPartitions assignment;
+  for (const auto& [partition, end] : ends) {
+    // From offset 0, which end_offsets() checked is still stored: an explicit offset starts fetching at
+    // once, where "beginning" would first ask for it (half a second on the mock cluster).
+    if (end > 0) assignment.push_back({topic, partition, 0, {}, {}});
+  }
+  if (assignment.empty()) return records;
+  connectors::ConsumerOptions options;
+  options.group_id = "reader-of-" + topic;
+  connectors::Consumer consumer(client_config(broker), std::move(options));
+  const connectors::PartitionListHandle list = connectors::to_partition_list(assignment);
+  if (auto error = connectors::KafkaError::from_error_object(
+          rd_kafka_incremental_assign(consumer.native_handle(), list.get()), "assign");
+      !error.ok()) {
+    throw std::runtime_error("reading " + topic + ": " + error.message());
+  }
+  std::map<std::int32_t, std::int64_t> next;
+  const auto unread = [&] {
+    return std::any_of(ends.begin(), ends.end(), [&](const auto& end) { return next[end.first] < end.second; });
+  };
+  const auto deadline = Clock::now() + kWaitLimit;
+  while (unread()) {
+    if (Clock::now() > deadline) {
+      throw std::runtime_error("reading " + topic + ": " + std::to_string(records.size()) + " of " +
+                               std::to_string(total(ends)) + " records within the time limit");
+    }
+    const auto message = consumer.poll(50ms);
+    if (!message || !message->error().ok() || message->offset() >= ends.at(message->partition())) continue;
+    next[message->partition()] = message->offset() + 1;
+    records.push_back(to_record(*message));
+  }
+  (void)consumer.close();
+  std::sort(records.begin(), records.end(),
+            [](const Record& a, const Record& b) { return position_of(a) < position_of(b); });
+  return records;
+}
+
+// The offsets `group_id` has committed for each partition of `topic` (0 where it has committed none).
+inline std::map<std::int32_t, std::int64_t> committed_offsets(const EmbeddedBroker& broker, const std::string& group_id,
+                                                              const std::string& topic) {
+  connectors::TopicPartitions partitions;
+  for (std::int32_t partition = 0; partition < partition_count(broker, topic); ++partition) {
+    partitions.push_back({topic, partition, connectors::kNoOffset, {}, {}});
+  }
+  connectors::ConsumerOptions options;
+  options.group_id = group_id;  // asks the coordinator; never subscribes, so never joins the group
+  const connectors::Consumer consumer(client_config(broker), std::move(options));
+  const auto committed = consumer.committed(partitions, kRequestTimeout);
+  if (!committed.ok()) throw std::runtime_error("committed offsets: " + committed.error().message());
+  std::map<std::int32_t, std::int64_t> offsets;
+  for (const auto& entry : committed.value()) offsets[entry.partition] = std::max<std::int64_t>(entry.offset, 0);
+  return offsets;
+}
+
+// ---- running the service ---------------------------------------------------------------------------
+
+// Service::run on a thread of its own, stopped through a std::atomic<bool> like SIGTERM does. If the
+// service does not stop within the limit the thread is left behind (it owns what it uses) and the test
+// fails instead of hanging.
+class ServiceThread {
+ public:
+  ServiceThread(config::Config config, const EmbeddedBroker& broker) : state_(std::make_shared<State>()) {
+    ServiceOptions options;
+    options.bootstrap_servers = broker.bootstrap_servers();
+    options.stop = &state_->stop;
+    options.snapshot_interval = 50ms;
+    state_->service = std::make_unique<Service>(std::move(config), std::move(options));
+    std::packaged_task<RunResult()> task([state = state_] { return state->service->run(); });
+    result_ = task.get_future();
+    thread_ = std::thread(std::move(task));
+  }
+  ~ServiceThread() {
+    if (thread_.joinable()) (void)stop();
+  }
+  ServiceThread(const ServiceThread&) = delete;
+  ServiceThread& operator=(const ServiceThread&) = delete;
+
+  ServiceSnapshot snapshot() const { return state_->service->snapshot(); }
+
+  // True once the service has consumed at least `events`; false if it stopped first or time ran out.
+  bool wait_until_consumed(std::uint64_t events, std::chrono::milliseconds limit = kWaitLimit) const {
+    const auto deadline = Clock::now() + limit;
+    while (snapshot().consumed < events) {
+      if (Clock::now() > deadline || result_.wait_for(20ms) == std::future_status::ready) {
+        return snapshot().consumed >= events;
+      }
+    }
+    return true;
+  }
+
+  // Waits for run() to return by itself; nothing if it did not within the limit.
+  std::optional<RunResult> wait_for_exit(std::chrono::milliseconds limit = kWaitLimit) {
+    if (!thread_.joinable()) return std::nullopt;
+    if (result_.wait_for(limit) != std::future_status::ready) {
+      thread_.detach();
+      return std::nullopt;
+    }
+    thread_.join();
+    return result_.get();
+  }
+
+  // Requests a graceful stop and waits for run() to return.
+  std::optional<RunResult> stop(std::chrono::milliseconds limit = kWaitLimit) {
+    state_->stop.store(true);
+    return wait_for_exit(limit);
+  }
+
+ private:
+  struct State {
+    std::atomic<bool> stop{false};
+    std::unique_ptr<Service> service;
+  };
+
+  std::shared_ptr<State> state_;
+  std::future<RunResult> result_;
+  std::thread thread_;
+};
+
+// "exit 0" or "exit 1: why", for assertion messages.
+inline std::string describe(const std::optional<RunResult>& result) {
+  if (!result) return "run() did not return within the time limit";
+  return "exit " + std::to_string(result->exit_code) + (result->error.empty() ? "" : ": " + result->error);
+}
+
+}  // namespace bloomgate::app::test_support
