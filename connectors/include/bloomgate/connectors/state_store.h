@@ -1,0 +1,203 @@
+// File: state_store.h
+//
+// The durable state of the service: for each input partition, its filter's records (one metadata record
+// and one record per slice, filters/format.h) and its checkpoint (where that filter state stands in the
+// input and in the output). One RocksDB database per state directory holds every partition.
+//
+// Why one WriteBatch per checkpoint (service-design.md, "The state invariant"): the filter state S, the
+// next input offset C and the acknowledged output offset must move together. write_checkpoint() puts the
+// filter's metadata record, its changed slices, the deletes of its dropped slices and the checkpoint record
+// in one batch, written with the WAL and fdatasync before it returns: after a crash a partition's state is
+// either the whole new checkpoint or the whole previous one, never a mix. Only after it returns may the
+// caller commit C to Kafka; when it throws, the caller must not.
+//
+// Durability and corruption (RocksDB 7.8):
+//   - WAL on, WriteOptions::sync = true: a checkpoint that returned survives a crash of the process or of
+//     the machine.
+//   - wal_recovery_mode = kTolerateCorruptedTailRecords: a WAL whose last record is incomplete (a crash in
+//     the middle of a write that never returned) opens at the previous checkpoint; corruption anywhere else
+//     in the WAL refuses to open (kCorrupt) rather than silently rolling back to an older state, which the
+//     default kPointInTimeRecovery would do.
+//   - paranoid_checks: open fails (kCorrupt) when a table file or the MANIFEST does not verify.
+//   - block checksums (XXH3) are verified on every read: a damaged data block throws kCorrupt from read(),
+//     slices() or list(), never a wrong value. The checkpoint record has its own checksum, and filter
+//     records are verified by their envelope (format.h) before they are handed out.
+//   - a failed write (kIo: a full disk, EIO) stops RocksDB's writes; the next write closes and reopens
+//     the database (RocksDB 7.8's own resume can reuse the failed WAL writer: facebook/rocksdb#11643),
+//     and until that succeeds the database stays readable, opened read-only. While the volume has less
+//     than one write buffer (16 MiB) free, write_checkpoint() fails at once without trying.
+//   - RocksDB's info log goes to StateStoreOptions::log, not to a LOG file on the state volume (see there).
+// What to do with kCorrupt: a damaged table file (the message names an .sst) also fails every compaction
+// that reads it, which stops all writes, so drop() is no remedy: close the store, quarantine() the
+// directory and rebuild every partition. drop() is for a partition whose records are intact but unusable
+// (filters::restore rejects them) or whose state is to be rebuilt: it deletes a range and reads nothing.
+//
+// Key layout, version 1 (all keys start with the version tag, so a later layout can live beside it):
+//
+//   "bgs1" 0x00  topic  0x00  partition (4 bytes, big-endian)  kind (1 byte)  [slice id (8 bytes, big-endian)]
+//
+//   kind 'c': the checkpoint record (below);  'm': the filter's metadata record;  's': a slice record,
+//   followed by its id. Kafka topic names never contain 0x00, so the 0x00 after the topic keeps "a" and
+//   "ab" apart, and the fixed-width partition keeps partition 1 apart from 256. Every key of a partition
+//   shares the prefix up to the kind byte; drop() deletes that range, list() skips from one partition's
+//   'c' key to the next partition.
+//
+// Checkpoint record, version 1 (little-endian like format.h, 45 bytes):
+//
+//   offset  size  field
+//   0       4     magic "BGCP"
+//   4       1     version (1)
+//   5       8     next_offset        (i64)
+//   13      8     output_offset      (i64)
+//   21      8     written_at_ms      (i64)
+//   29      8     filter_time_ns     (i64)
+//   37      8     XXH3-64 (seed 0) of the record's key followed by bytes [0, 37): a record copied under
+//                 another partition's key fails its checksum too.
+//
+// Ownership: a StateStore owns the open database and its LOCK file: a second StateStore on the same
+// directory, in this process or another, fails with kLocked until the first is destroyed.
+//
+// Thread-safety: every method may be called from any thread concurrently (RocksDB's DB is thread-safe;
+// a reopen after a failed write waits for the calls in flight). Checkpoints of one partition must come
+// from one thread at a time (its partition worker), as must a restore against concurrent writes of the
+// same partition: read() and slices() are separate reads.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bloomgate/filters/filter.h"
+
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
+namespace bloomgate::connectors {
+
+struct PartitionId {
+  std::string topic;
+  std::int32_t partition = 0;
+  auto operator<=>(const PartitionId&) const = default;
+};
+
+// "topic-3", as Kafka names a partition in its logs.
+std::string to_string(const PartitionId& id);
+
+// One partition's checkpoint: written atomically with the filter records, read back whole.
+struct PartitionCheckpoint {
+  PartitionId id;
+  std::int64_t next_offset = -1;    // the next input offset to process
+  std::int64_t output_offset = -1;  // everything forwarded from this input partition was acknowledged in
+                                    // the output partition below this offset (exclusive); -1: unknown
+  std::int64_t written_at_ms = 0;   // wall clock when the checkpoint was taken
+  std::int64_t filter_time_ns = 0;  // the filter's present (event time) at the checkpoint
+  friend bool operator==(const PartitionCheckpoint&, const PartitionCheckpoint&) = default;
+};
+
+// What read() returns: the checkpoint and the filter's metadata record, both from the same checkpoint.
+// The slices come from StateStore::slices(id).
+struct StoredPartition {
+  PartitionCheckpoint checkpoint;
+  std::string filter_meta;
+};
+
+// What one write_checkpoint() wrote, for the checkpoint metrics.
+struct CheckpointWrite {
+  std::uint64_t bytes = 0;           // size of the WriteBatch: keys, values and RocksDB's framing
+  std::uint64_t slices_written = 0;  // slice records put
+  std::uint64_t slices_deleted = 0;  // dropped slices deleted
+};
+
+class StateStoreError : public std::runtime_error {
+ public:
+  enum class Kind {
+    kLocked,           // the directory is held by another StateStore (another process, or this one)
+    kCorrupt,          // a checksum failed or a record does not parse: quarantine, rebuild
+    kIo,               // the file system failed, including a full disk (RocksDB NoSpace): retry later
+    kInvalidArgument,  // the caller's mistake: a bad partition id, an empty filter image
+  };
+  StateStoreError(Kind kind, const std::string& message);
+  [[nodiscard]] Kind kind() const noexcept { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+const char* to_string(StateStoreError::Kind kind) noexcept;
+
+// RocksDB's own log lines, warnings and worse: level is "warn", "error" or "fatal". Called from RocksDB's
+// threads, so it must be thread-safe.
+using StateStoreLog = std::function<void(std::string_view level, std::string_view message)>;
+
+struct StateStoreOptions {
+  // The RocksDB environment to run on; nullptr is RocksDB's default (the local file system). Tests pass
+  // a fault-injecting one; it must outlive the StateStore. Only a forward declaration is needed here.
+  rocksdb::Env* env = nullptr;
+  // Where RocksDB's log goes; empty: stderr. Never to a LOG file in the state directory: Debian's
+  // librocksdb 7.8 is built with assertions on, and its file logger aborts the process on the first
+  // log line after a failed write to a full disk (WritableFileWriter's `sync_without_flush_called_`).
+  StateStoreLog log;
+};
+
+class StateStore {
+ public:
+  // Opens the database in `dir`, creating it (and `dir`, one level) if missing. Throws StateStoreError:
+  // kLocked when another StateStore holds the directory, kCorrupt when the database does not verify,
+  // kIo otherwise.
+  static std::unique_ptr<StateStore> open(const std::string& dir, const StateStoreOptions& options = {});
+
+  ~StateStore();
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  const std::string& dir() const noexcept;
+
+  // Writes, in one synced WriteBatch: the image's metadata record and slice records, the deletes of its
+  // dropped slices, and the checkpoint record. `image` is normally filter.image(kChangedSinceLastPersist);
+  // call filter.mark_persisted() only after this returns. Throws kIo (with RocksDB's message, "No space
+  // left on device" for a full disk), kCorrupt (the database found damage while writing), or
+  // kInvalidArgument (a bad id, an image without a valid metadata record). After kIo or kCorrupt the
+  // checkpoint is not readable, but a write that reached the WAL and then failed to sync may reappear
+  // after a reopen: either state is whole and consistent, and the caller neither commits the offset nor
+  // marks the filter persisted (its next image then holds these changes again).
+  CheckpointWrite write_checkpoint(const PartitionCheckpoint& checkpoint, const filters::FilterImage& image);
+
+  // The partition's checkpoint and filter metadata record; nullopt when it was never checkpointed (or was
+  // dropped). Throws kCorrupt when either record fails its checksum or only one of them exists.
+  std::optional<StoredPartition> read(const PartitionId& id) const;
+
+  // Looks up the partition's slice records by id, for filters::restore(meta, lookup): nullopt for a slice
+  // that is not stored; throws kCorrupt for a damaged one (bad envelope, or another slice's record). Valid
+  // while this StateStore lives.
+  filters::SliceLookup slices(const PartitionId& id) const;
+
+  // Removes everything stored for the partition, in one synced batch (a range delete: it reads nothing).
+  void drop(const PartitionId& id);
+
+  // The checkpoint of every stored partition, ordered by topic and partition (for `bloomgate inspect`).
+  // Throws kCorrupt when a checkpoint record is damaged.
+  std::vector<PartitionCheckpoint> list() const;
+
+  // Moves a state directory that is not open aside, to "<dir>.corrupt-<UTC time>", and returns the new
+  // path; open(dir) then starts empty. Throws kIo when the rename fails, kInvalidArgument when there is
+  // no such directory.
+  static std::string quarantine(const std::string& dir);
+
+  // Writes the memtables to table files and waits. Not needed for durability (the WAL has every
+  // checkpoint); tests use it to put the data in .sst files.
+  void flush();
+
+ private:
+  struct Impl;
+  explicit StateStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bloomgate::connectors

@@ -1,0 +1,529 @@
+// File: state_store.cc
+#include "bloomgate/connectors/state_store.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/options.h>
+#include <rocksdb/snapshot.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+#include <shared_mutex>
+#include <string_view>
+#include <utility>
+
+#include "bloomgate/filters/format.h"
+
+namespace bloomgate::connectors {
+namespace {
+
+using Kind = StateStoreError::Kind;
+
+// "bgs1" 0x00: the version tag every key starts with; "bgs1" 0x01 is the first key past them.
+constexpr std::string_view kKeyTag{"bgs1\0", 5};
+constexpr std::string_view kKeyTagEnd{"bgs1\1", 5};
+
+constexpr char kCheckpointKind = 'c';
+constexpr char kMetaKind = 'm';
+constexpr char kSliceKind = 's';
+
+constexpr std::string_view kCheckpointMagic = "BGCP";
+constexpr std::uint8_t kCheckpointVersion = 1;
+constexpr std::size_t kCheckpointSize = 4 + 1 + 4 * 8 + 8;
+
+constexpr std::size_t kWriteBufferSize = std::size_t{16} << 20;
+
+void append_be(std::string& out, std::uint64_t value, std::size_t width) {
+  for (std::size_t i = width; i-- > 0;) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+
+std::uint64_t read_be(std::string_view in) {
+  std::uint64_t value = 0;
+  for (const char c : in) value = (value << 8) | static_cast<unsigned char>(c);
+  return value;
+}
+
+void validate(const PartitionId& id) {
+  if (id.topic.empty() || id.topic.find('\0') != std::string::npos) {
+    throw StateStoreError(Kind::kInvalidArgument, "state store: topic name \"" + id.topic +
+                                                      "\" is not valid (empty, or contains a NUL byte)");
+  }
+  if (id.partition < 0) {
+    throw StateStoreError(Kind::kInvalidArgument,
+                          "state store: partition " + std::to_string(id.partition) + " of topic " + id.topic +
+                              " is negative");
+  }
+}
+
+// "bgs1" 0x00 topic 0x00 partition: the prefix of every key of one partition. The partition is
+// non-negative, so the prefix of partition + 1 (as an unsigned 32-bit value) is the first key past it.
+std::string partition_prefix(const PartitionId& id, std::uint32_t partition_delta = 0) {
+  std::string key(kKeyTag);
+  key += id.topic;
+  key.push_back('\0');
+  append_be(key, static_cast<std::uint32_t>(id.partition) + partition_delta, 4);
+  return key;
+}
+
+std::string record_key(std::string prefix, char kind) {
+  prefix.push_back(kind);
+  return prefix;
+}
+
+std::string slice_key(std::string prefix, std::uint64_t slice_id) {
+  prefix.push_back(kSliceKind);
+  append_be(prefix, slice_id, 8);
+  return prefix;
+}
+
+// A key of the version-1 layout, taken apart. nullopt when it does not parse.
+struct ParsedKey {
+  PartitionId id;
+  char kind;
+};
+
+std::optional<ParsedKey> parse_key(std::string_view key) {
+  if (!key.starts_with(kKeyTag)) return std::nullopt;
+  const std::size_t topic_end = key.find('\0', kKeyTag.size());
+  if (topic_end == std::string_view::npos || topic_end == kKeyTag.size()) return std::nullopt;
+  if (key.size() < topic_end + 1 + 4 + 1) return std::nullopt;
+  const std::uint64_t partition = read_be(key.substr(topic_end + 1, 4));
+  if (partition > 0x7FFFFFFFU) return std::nullopt;
+  ParsedKey parsed{PartitionId{std::string(key.substr(kKeyTag.size(), topic_end - kKeyTag.size())),
+                               static_cast<std::int32_t>(partition)},
+                   key[topic_end + 5]};
+  return parsed;
+}
+
+std::uint64_t checkpoint_checksum(std::string_view key, std::string_view body) {
+  std::string covered;
+  covered.reserve(key.size() + body.size());
+  covered.append(key).append(body);
+  return XXH3_64bits(covered.data(), covered.size());
+}
+
+std::string encode_checkpoint(std::string_view key, const PartitionCheckpoint& checkpoint) {
+  filters::ByteWriter w;
+  w.bytes(kCheckpointMagic);
+  w.u8(kCheckpointVersion);
+  w.i64(checkpoint.next_offset);
+  w.i64(checkpoint.output_offset);
+  w.i64(checkpoint.written_at_ms);
+  w.i64(checkpoint.filter_time_ns);
+  std::string record = w.take();
+  filters::ByteWriter sum;
+  sum.u64(checkpoint_checksum(key, record));
+  record += sum.take();
+  return record;
+}
+
+PartitionCheckpoint decode_checkpoint(std::string_view key, std::string_view record, const PartitionId& id) {
+  const auto corrupt = [&](const std::string& what) {
+    return StateStoreError(Kind::kCorrupt, "state store: the checkpoint record of " + to_string(id) + " " + what);
+  };
+  if (record.size() != kCheckpointSize) {
+    throw corrupt("has " + std::to_string(record.size()) + " bytes, expected " + std::to_string(kCheckpointSize));
+  }
+  filters::ByteReader r(record);
+  if (r.bytes(4, "magic") != kCheckpointMagic) throw corrupt("does not start with \"BGCP\"");
+  if (const std::uint8_t version = r.u8("version"); version != kCheckpointVersion) {
+    throw corrupt("has version " + std::to_string(version) + ", this build reads version " +
+                  std::to_string(kCheckpointVersion));
+  }
+  PartitionCheckpoint checkpoint;
+  checkpoint.id = id;
+  checkpoint.next_offset = r.i64("next offset");
+  checkpoint.output_offset = r.i64("output offset");
+  checkpoint.written_at_ms = r.i64("written at");
+  checkpoint.filter_time_ns = r.i64("filter time");
+  if (r.u64("checksum") != checkpoint_checksum(key, record.substr(0, kCheckpointSize - 8))) {
+    throw corrupt("fails its checksum");
+  }
+  return checkpoint;
+}
+
+// Throws kCorrupt unless `record` is a valid filter record of the expected kind (and slice id).
+void verify_filter_record(std::string_view record, filters::RecordKind kind, std::uint64_t slice_id,
+                          const std::string& what) {
+  filters::Record parsed{};
+  try {
+    parsed = filters::decode_single_record(record);
+  } catch (const filters::FormatError& e) {
+    throw StateStoreError(Kind::kCorrupt, "state store: " + what + " is damaged: " + e.what());
+  }
+  if (parsed.kind != kind || parsed.slice_id != slice_id) {
+    throw StateStoreError(Kind::kCorrupt, "state store: " + what + " holds the record of another " +
+                                              (parsed.kind == filters::RecordKind::kMeta ? "metadata" : "slice") +
+                                              " (slice id " + std::to_string(parsed.slice_id) + ")");
+  }
+}
+
+Kind kind_of(const rocksdb::Status& status) {
+  if (status.IsCorruption()) return Kind::kCorrupt;
+  if (status.IsInvalidArgument()) return Kind::kInvalidArgument;
+  return Kind::kIo;
+}
+
+[[noreturn]] void fail(const rocksdb::Status& status, const std::string& context) {
+  throw StateStoreError(kind_of(status), "state store: " + context + ": " + status.ToString());
+}
+
+rocksdb::ReadOptions read_options() {
+  rocksdb::ReadOptions options;
+  options.verify_checksums = true;
+  return options;
+}
+
+rocksdb::WriteOptions write_options() {
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  options.disableWAL = false;
+  return options;
+}
+
+// RocksDB's info log, warnings and worse, handed to a function instead of a file.
+class ForwardingLogger final : public rocksdb::Logger {
+ public:
+  explicit ForwardingLogger(StateStoreLog log)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL), log_(std::move(log)) {}
+
+  using rocksdb::Logger::Logv;
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level < GetInfoLogLevel()) return;
+    char line[2048];
+    const int n = std::vsnprintf(line, sizeof line, format, ap);
+    if (n < 0) return;
+    const std::string_view message(line, std::min(static_cast<std::size_t>(n), sizeof line - 1));
+    const std::string_view name = level == rocksdb::InfoLogLevel::ERROR_LEVEL   ? "error"
+                                  : level == rocksdb::InfoLogLevel::FATAL_LEVEL ? "fatal"
+                                                                                 : "warn";
+    if (log_) {
+      log_(name, message);
+    } else {
+      std::fprintf(stderr, "rocksdb %.*s: %.*s\n", static_cast<int>(name.size()), name.data(),
+                   static_cast<int>(message.size()), message.data());
+    }
+  }
+
+ private:
+  StateStoreLog log_;
+};
+
+}  // namespace
+
+std::string to_string(const PartitionId& id) { return id.topic + "-" + std::to_string(id.partition); }
+
+StateStoreError::StateStoreError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+
+const char* to_string(StateStoreError::Kind kind) noexcept {
+  switch (kind) {
+    case Kind::kLocked: return "locked";
+    case Kind::kCorrupt: return "corrupt";
+    case Kind::kIo: return "io";
+    case Kind::kInvalidArgument: return "invalid-argument";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// The value at `key`, nullopt when it is not stored.
+std::optional<std::string> get_value(rocksdb::DB& db, const rocksdb::ReadOptions& options, const std::string& key,
+                                     const std::string& context) {
+  std::string value;
+  const rocksdb::Status status = db.Get(options, key, &value);
+  if (status.IsNotFound()) return std::nullopt;
+  if (!status.ok()) fail(status, context);
+  return value;
+}
+
+std::vector<PartitionCheckpoint> list_checkpoints(rocksdb::DB& db) {
+  rocksdb::ReadOptions options = read_options();
+  const rocksdb::Slice upper_bound(kKeyTagEnd.data(), kKeyTagEnd.size());
+  options.iterate_upper_bound = &upper_bound;
+  const std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(options));
+  std::vector<PartitionCheckpoint> out;
+  it->Seek(rocksdb::Slice(kKeyTag.data(), kKeyTag.size()));
+  while (it->Valid()) {
+    const std::string_view key(it->key().data(), it->key().size());
+    const auto parsed = parse_key(key);
+    if (!parsed) {
+      throw StateStoreError(Kind::kCorrupt, "state store: a key under \"bgs1\" does not parse (" +
+                                                std::to_string(key.size()) + " bytes)");
+    }
+    // 'c' sorts before 'm' and 's': a partition's first key is its checkpoint, or it has none.
+    if (parsed->kind != kCheckpointKind) {
+      throw StateStoreError(Kind::kCorrupt,
+                            "state store: " + to_string(parsed->id) + " has filter records without a checkpoint");
+    }
+    out.push_back(decode_checkpoint(key, std::string_view(it->value().data(), it->value().size()), parsed->id));
+    it->Seek(partition_prefix(parsed->id, 1));  // past this partition's filter records
+  }
+  if (!it->status().ok()) fail(it->status(), "listing the stored partitions");
+  return out;
+}
+
+rocksdb::Options database_options(const StateStoreOptions& options) {
+  rocksdb::Options db_options;
+  db_options.create_if_missing = true;
+  db_options.paranoid_checks = true;
+  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  db_options.write_buffer_size = kWriteBufferSize;
+  db_options.info_log = std::make_shared<ForwardingLogger>(options.log);
+  db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  if (options.env != nullptr) db_options.env = options.env;
+  rocksdb::BlockBasedTableOptions table_options;
+  table_options.checksum = rocksdb::kXXH3;
+  db_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options));
+  return db_options;
+}
+
+std::unique_ptr<rocksdb::DB> open_database(const rocksdb::Options& db_options, const std::string& dir) {
+  // Created here rather than by DB::Open, which logs an error about the missing directory first.
+  if (const rocksdb::Status created = db_options.env->CreateDirIfMissing(dir); !created.ok()) {
+    fail(created, "creating state directory " + dir);
+  }
+  rocksdb::DB* raw = nullptr;
+  const rocksdb::Status status = rocksdb::DB::Open(db_options, dir, &raw);
+  std::unique_ptr<rocksdb::DB> db(raw);
+  if (status.ok()) return db;
+  // RocksDB's posix environment reports a held LOCK as an IOError: "While lock file: <dir>/LOCK:
+  // Resource temporarily unavailable" from fcntl (another process), or "lock hold by current process"
+  // from its own table of locked files (another StateStore in this process).
+  const std::string message = status.ToString();
+  if (status.IsIOError() && message.find("lock hold by current process") != std::string::npos) {
+    throw StateStoreError(Kind::kLocked,
+                          "state directory " + dir + " is already open in this process (" + message + ")");
+  }
+  if (status.IsIOError() && message.find("While lock file") != std::string::npos) {
+    throw StateStoreError(Kind::kLocked,
+                          "state directory " + dir + " is in use by another bloomgate process (" + message + ")");
+  }
+  fail(status, "opening state directory " + dir);
+}
+
+}  // namespace
+
+struct StateStore::Impl {
+  std::string dir;
+  rocksdb::Options db_options;
+  // Guards `db`: held shared by every use of the database, exclusively to close and reopen it.
+  std::shared_mutex mutex;
+  std::unique_ptr<rocksdb::DB> db;  // read-only or null while a reopen fails; see write()
+  // Set when a write failed, cleared when the database is open for writing again.
+  std::atomic<bool> reopen_before_write{false};
+
+  // Closes the database and opens it again for writing. When that fails it opens it read-only, which
+  // writes nothing and so works on a full disk, to keep reads going, and rethrows. Requires `mutex`
+  // held exclusively.
+  void reopen_locked() {
+    if (db) {
+      db->Close().PermitUncheckedError();  // reports the failed write again; the WAL is replayed below
+      db.reset();
+    }
+    try {
+      db = open_database(db_options, dir);
+      reopen_before_write.store(false);
+    } catch (const StateStoreError&) {
+      rocksdb::DB* raw = nullptr;
+      if (rocksdb::DB::OpenForReadOnly(db_options, dir, &raw).ok()) db.reset(raw);
+      throw;
+    }
+  }
+
+  // Runs f(DB&) under the shared lock; opens the database first when it is closed.
+  template <typename F>
+  auto with_db(F&& f) {
+    {
+      std::shared_lock lock(mutex);
+      if (db) return f(*db);
+    }
+    std::unique_lock exclusive(mutex);
+    if (!db) {
+      try {
+        reopen_locked();
+      } catch (const StateStoreError&) {
+        if (!db) throw;
+      }
+    }
+    return f(*db);
+  }
+
+  // Writes a batch with the WAL and fdatasync. After a failed write RocksDB stops writing until it is
+  // resumed, and 7.8's resume (its own after a full disk, or DB::Resume()) can keep the WAL writer that
+  // failed, so the next write fails again or, in Debian's assert-enabled build, aborts the process
+  // (facebook/rocksdb#11643, #12998). So the next write closes and reopens the database instead, which
+  // starts a new WAL and replays the old one (the failed record, if any of it reached the disk, is its
+  // incomplete tail). While the volume lacks the room to reopen (a write buffer), it fails at once.
+  void write(rocksdb::WriteBatch& batch, const std::string& context) {
+    {
+      std::shared_lock lock(mutex);
+      if (db && !reopen_before_write.load()) {
+        const rocksdb::Status status = db->Write(write_options(), &batch);
+        if (status.ok()) return;
+        reopen_before_write.store(true);
+        fail(status, context);
+      }
+    }
+    std::unique_lock exclusive(mutex);
+    if (!db || reopen_before_write.load()) {
+      std::uint64_t free_space = 0;
+      const std::uint64_t needed = kWriteBufferSize + batch.GetDataSize();
+      if (db_options.env->GetFreeSpace(dir, &free_space).ok() && free_space < needed) {
+        throw StateStoreError(Kind::kIo, "state store: " + context + ": the state volume has " +
+                                             std::to_string(free_space) + " bytes free, reopening the database " +
+                                             "after a failed write needs " + std::to_string(needed));
+      }
+      reopen_locked();
+    }
+    const rocksdb::Status status = db->Write(write_options(), &batch);
+    if (!status.ok()) {
+      reopen_before_write.store(true);
+      fail(status, context);
+    }
+  }
+
+  // The value at `key`, nullopt when it is not stored.
+  std::optional<std::string> get(const std::string& key, const std::string& context) {
+    return with_db([&](rocksdb::DB& database) { return get_value(database, read_options(), key, context); });
+  }
+};
+
+StateStore::StateStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+StateStore::~StateStore() {
+  if (impl_ && impl_->db) impl_->db->Close().PermitUncheckedError();
+}
+
+std::unique_ptr<StateStore> StateStore::open(const std::string& dir, const StateStoreOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->db_options = database_options(options);
+  impl->db = open_database(impl->db_options, dir);
+  return std::unique_ptr<StateStore>(new StateStore(std::move(impl)));
+}
+
+const std::string& StateStore::dir() const noexcept { return impl_->dir; }
+
+std::string StateStore::quarantine(const std::string& dir) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error)) {
+    throw StateStoreError(Kind::kInvalidArgument, "state store: cannot quarantine " + dir + ": not a directory");
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  std::string base = dir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  base += std::string(".corrupt-") + stamp;
+  std::string free_target = base;  // a second quarantine within the same second gets "-1", "-2", ...
+  for (int n = 1; std::filesystem::exists(free_target, error); ++n) free_target = base + "-" + std::to_string(n);
+  std::filesystem::rename(dir, free_target, error);
+  if (error) {
+    throw StateStoreError(Kind::kIo,
+                          "state store: cannot move " + dir + " aside to " + free_target + ": " + error.message());
+  }
+  return free_target;
+}
+
+CheckpointWrite StateStore::write_checkpoint(const PartitionCheckpoint& checkpoint,
+                                             const filters::FilterImage& image) {
+  validate(checkpoint.id);
+  const std::string name = to_string(checkpoint.id);
+  try {
+    const filters::Record meta = filters::decode_single_record(image.meta);
+    if (meta.kind != filters::RecordKind::kMeta) throw filters::FormatError("it is a slice record");
+  } catch (const filters::FormatError& e) {
+    throw StateStoreError(Kind::kInvalidArgument,
+                          "state store: the filter image of " + name + " has no valid metadata record: " + e.what());
+  }
+
+  const std::string prefix = partition_prefix(checkpoint.id);
+  rocksdb::WriteBatch batch;
+  CheckpointWrite written;
+  const auto check = [&](const rocksdb::Status& status) {
+    if (!status.ok()) fail(status, "building the checkpoint of " + name);
+  };
+  // Puts before deletes, as filters' own checkpoint model applies an image.
+  for (const auto& slice : image.slices) {
+    check(batch.Put(slice_key(prefix, slice.id), slice.record));
+    ++written.slices_written;
+  }
+  for (const std::uint64_t id : image.dropped_slice_ids) {
+    check(batch.Delete(slice_key(prefix, id)));
+    ++written.slices_deleted;
+  }
+  check(batch.Put(record_key(prefix, kMetaKind), image.meta));
+  const std::string checkpoint_key = record_key(prefix, kCheckpointKind);
+  check(batch.Put(checkpoint_key, encode_checkpoint(checkpoint_key, checkpoint)));
+  written.bytes = batch.GetDataSize();
+  impl_->write(batch, "writing the checkpoint of " + name);
+  return written;
+}
+
+std::optional<StoredPartition> StateStore::read(const PartitionId& id) const {
+  validate(id);
+  const std::string name = to_string(id);
+  const std::string prefix = partition_prefix(id);
+  const std::string checkpoint_key = record_key(prefix, kCheckpointKind);
+  std::optional<std::string> checkpoint;
+  std::optional<std::string> meta;
+  impl_->with_db([&](rocksdb::DB& db) {
+    // One snapshot for both records, so they come from the same checkpoint.
+    rocksdb::ManagedSnapshot snapshot(&db);
+    rocksdb::ReadOptions options = read_options();
+    options.snapshot = snapshot.snapshot();
+    checkpoint = get_value(db, options, checkpoint_key, "reading the checkpoint of " + name);
+    meta = get_value(db, options, record_key(prefix, kMetaKind), "reading the filter metadata of " + name);
+  });
+  if (!checkpoint && !meta) return std::nullopt;
+  if (!checkpoint || !meta) {
+    throw StateStoreError(Kind::kCorrupt, "state store: " + name + " has a " +
+                                              (checkpoint ? "checkpoint without filter metadata"
+                                                          : "filter metadata record without a checkpoint"));
+  }
+  verify_filter_record(*meta, filters::RecordKind::kMeta, 0, "the filter metadata record of " + name);
+  return StoredPartition{decode_checkpoint(checkpoint_key, *checkpoint, id), std::move(*meta)};
+}
+
+filters::SliceLookup StateStore::slices(const PartitionId& id) const {
+  validate(id);
+  return [impl = impl_.get(), prefix = partition_prefix(id), name = to_string(id)](
+             std::uint64_t slice_id) -> std::optional<std::string> {
+    const std::string what = "slice " + std::to_string(slice_id) + " of " + name;
+    auto record = impl->get(slice_key(prefix, slice_id), "reading " + what);
+    if (record) verify_filter_record(*record, filters::RecordKind::kSlice, slice_id, what);
+    return record;
+  };
+}
+
+void StateStore::drop(const PartitionId& id) {
+  validate(id);
+  rocksdb::WriteBatch batch;
+  const rocksdb::Status status = batch.DeleteRange(partition_prefix(id), partition_prefix(id, 1));
+  if (!status.ok()) fail(status, "dropping " + to_string(id));
+  impl_->write(batch, "dropping " + to_string(id));
+}
+
+std::vector<PartitionCheckpoint> StateStore::list() const {
+  return impl_->with_db([](rocksdb::DB& db) { return list_checkpoints(db); });
+}
+
+void StateStore::flush() {
+  impl_->with_db([&](rocksdb::DB& db) {
+    const rocksdb::Status status = db.Flush(rocksdb::FlushOptions());
+    if (!status.ok()) fail(status, "flushing " + impl_->dir);
+  });
+}
+
+}  // namespace bloomgate::connectors
