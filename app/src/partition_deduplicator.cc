@@ -25,6 +25,22 @@ PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pip
       clock_(pipeline.time, std::move(now)),
       filter_(filters::make_filter(filter_options_for(pipeline))) {}
 
+PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now,
+                                             std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time)
+    : extractor_(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes),
+      clock_(pipeline.time, std::move(now)),
+      filter_(std::move(restored)) {
+  if (!filter_) throw std::invalid_argument("PartitionDeduplicator: the restored filter is null");
+  if (filter_time > filters::TimePoint{}) clock_.advance_to(filter_time);
+}
+
+bool PartitionDeduplicator::matches_settings(const filters::Filter& filter, const config::PipelineSettings& pipeline) {
+  const auto fresh = filters::make_filter(filter_options_for(pipeline));
+  const filters::FilterStats want = fresh->stats(filters::TimePoint{});
+  const filters::FilterStats have = filter.stats(filters::TimePoint{});
+  return have.type == want.type && have.k == want.k && have.l == want.l && have.target_fpr == want.target_fpr;
+}
+
 Verdict PartitionDeduplicator::decide(const EventView& event, std::int64_t record_timestamp_ms) {
   Verdict verdict;
   verdict.time = clock_.time_of(record_timestamp_ms);

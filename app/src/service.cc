@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <deque>
 #include <map>
-#include <random>
 #include <mutex>
 #include <optional>
+#include <random>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
@@ -15,6 +17,9 @@
 #include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/producer.h"
+#include "bloomgate/connectors/state_store.h"
+#include "bloomgate/filters/format.h"
+#include "output_reconciler.h"
 #include "output_record.h"
 
 namespace bloomgate::app {
@@ -23,6 +28,9 @@ namespace {
 using connectors::CommitMode;
 using connectors::ConsumedMessage;
 using connectors::KafkaError;
+using connectors::PartitionId;
+using connectors::StateStore;
+using connectors::StateStoreError;
 using connectors::TopicPartition;
 using connectors::TopicPartitions;
 using Clock = std::chrono::steady_clock;
@@ -30,11 +38,31 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPollTimeout{100};
 constexpr std::chrono::milliseconds kMetadataTimeout{10'000};
 constexpr std::chrono::milliseconds kCheckpointFlushTimeout{30'000};
+constexpr std::chrono::milliseconds kReconcileIdleTimeout{30'000};
 constexpr std::uint64_t kProducerPollEvery = 1024;  // serve delivery reports without a call per event
 constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histogram samples 1 event in 64
 
 filters::TimePoint wall_clock_now() {
   return std::chrono::time_point_cast<filters::Duration>(std::chrono::system_clock::now());
+}
+
+std::int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A StateStoreError's message, starting with "state store: " once (most of them already do).
+std::string store_message(const std::exception& error) {
+  const std::string what = error.what();
+  return what.rfind("state store: ", 0) == 0 ? what : "state store: " + what;
+}
+
+// The commit metadata written next to a committed offset: the checkpoint's output offset, in decimal.
+std::optional<std::int64_t> parse_output_offset(const std::string& metadata) {
+  std::int64_t number = 0;
+  const auto result = std::from_chars(metadata.data(), metadata.data() + metadata.size(), number);
+  if (metadata.empty() || result.ec != std::errc() || result.ptr != metadata.data() + metadata.size()) return std::nullopt;
+  return number;
 }
 
 // Measures the false-positive rate the way a user meets it: keys that were never inserted, asked at the
@@ -72,13 +100,43 @@ class FprProbe {
 
 // The live state of one assigned input partition.
 struct PartitionWorker {
+  // With an empty filter.
   PartitionWorker(const config::PipelineSettings& settings, PartitionReport& partition_report)
-      : pipeline(&settings), deduplicator(settings, wall_clock_now), report(&partition_report) {}
+      : pipeline(&settings), deduplicator(settings, wall_clock_now), report(&partition_report) {
+    init();
+  }
+  // Around a filter restored from a checkpoint, whose present was `filter_time`.
+  PartitionWorker(const config::PipelineSettings& settings, PartitionReport& partition_report,
+                  std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time)
+      : pipeline(&settings),
+        deduplicator(settings, wall_clock_now, std::move(restored), filter_time),
+        report(&partition_report) {
+    init();
+  }
+
+  void init() {
+    id = PartitionId{report->topic, report->partition};
+    // same_as_input: the output partition has the input partition's number, so its tail can be
+    // reconciled. by_key scatters the partition's records over the output: no output position is kept.
+    if (pipeline->output_partitioning == config::OutputPartitioning::kSameAsInput) output_partition = id.partition;
+  }
 
   const config::PipelineSettings* pipeline;
   PartitionDeduplicator deduplicator;
   PartitionReport* report;                       // cumulative counters, owned by Service::Impl::reports_
+  PartitionId id;
+  std::int32_t output_partition = -1;            // in pipeline->output; -1 with by_key
+  std::int64_t next_offset = -1;                 // the next input offset to process; -1: none yet this assignment
   std::int64_t committed_offset = connectors::kNoOffset;
+  std::int64_t checkpointed_offset = -1;         // next_offset of the last checkpoint written (or restored)
+  std::int64_t checkpointed_output = -1;         // that checkpoint's output offset (the commit metadata)
+  std::int64_t output_floor = -1;                // the output's high watermark at assignment: nothing this
+                                                 // partition forwarded before then lies at or above it
+  // Reconciliation: input offsets at or after the restored position that the output already holds, with
+  // the output offset of their record. Their events are decided again (so their keys are inserted) but
+  // not produced again. Emptied as consumption passes them.
+  std::map<std::int64_t, std::int64_t> delivered;
+  bool full_image_next = false;                  // the next checkpoint writes every slice (a fresh store)
   FprProbe fpr_probe;
 };
 
@@ -133,8 +191,13 @@ class Service::Impl {
   }
 
   void start() {
+    open_state_store();
     const connectors::KafkaConfig kafka = client_config(ClientRole::kOther);
-    for (const PartitionKey& key : check_topics(kafka)) report_for(key);
+    admin_ = std::make_unique<connectors::Admin>(kafka, options_.hooks);
+    for (const PartitionKey& key : check_topics()) report_for(key);
+    if (state_quarantined_) {
+      for (const auto& [key, report] : reports_) lost_with_quarantine_.insert(key);
+    }
     connectors::ProducerOptions producer_options;
     producer_options.hooks = options_.hooks;
     producer_options.on_delivery = [this](const connectors::DeliveryReport& report) { on_delivery(report); };
@@ -148,6 +211,69 @@ class Service::Impl {
     running_ = true;
     spdlog::info("consuming {} input topic(s) of {} pipeline(s) as group {}", topics.size(), config_.pipelines.size(),
                  config_.kafka.group_id);
+  }
+
+  // ---- the state store -----------------------------------------------------------------------------
+
+  // RocksDB's own warnings go to the debug level and its errors to warn: what they mean for the service
+  // (a failed checkpoint, corrupt state) is logged at error level by the service itself, with the partition.
+  static connectors::StateStoreLog rocksdb_log() {
+    return [](std::string_view level, std::string_view message) {
+      spdlog::log(level == "warn" ? spdlog::level::debug : spdlog::level::warn, "rocksdb {}: {}", level, message);
+    };
+  }
+
+  connectors::StateStoreOptions store_options() const {
+    connectors::StateStoreOptions options;
+    options.log = rocksdb_log();
+    return options;
+  }
+
+  // Before anything else: a second process on the same directory stops here (exit 1) with the
+  // directory in its message, before it touches Kafka.
+  void open_state_store() {
+    const std::string& dir = config_.state.dir;
+    try {
+      store_ = StateStore::open(dir, store_options());
+    } catch (const StateStoreError& e) {
+      if (e.kind() != StateStoreError::Kind::kCorrupt) throw std::runtime_error(store_message(e));
+      spdlog::error("{}; moving the state directory aside and starting with empty state", store_message(e));
+      quarantine_and_reopen();
+    }
+    if (config_.kafka.brokers == config::kEmbeddedBrokers) {
+      // The embedded broker starts empty with every run: state from an earlier run describes topics that
+      // no longer exist, and would drop their new events as duplicates.
+      try {
+        for (const auto& checkpoint : store_->list()) store_->drop(checkpoint.id);
+      } catch (const StateStoreError& e) {
+        if (e.kind() != StateStoreError::Kind::kCorrupt) throw std::runtime_error(store_message(e));
+        store_.reset();
+        quarantine_and_reopen();
+        state_quarantined_ = false;  // nothing of value was lost: the state was stale anyway
+      }
+    }
+    spdlog::info("state store open at {}", dir);
+  }
+
+  // Moves the damaged directory aside (StateStore::quarantine) and opens an empty one. The partitions
+  // this member owns keep their filters in memory and write them whole at their next checkpoint; the
+  // others lost their state with the directory (lost_with_quarantine_).
+  void quarantine_and_reopen() {
+    store_.reset();
+    const std::string moved = StateStore::quarantine(config_.state.dir);
+    spdlog::error("state store: the damaged state directory was moved to {}; rebuilding the filters from the input "
+                  "history is not implemented yet, so the partitions whose state was there start with empty filters "
+                  "at their committed offsets (a duplicate within the TTL may be forwarded once)",
+                  moved);
+    store_ = StateStore::open(config_.state.dir, store_options());
+    state_quarantined_ = true;
+    for (const auto& [key, report] : reports_) {
+      if (workers_.count(key) == 0) lost_with_quarantine_.insert(key);
+    }
+    for (auto& [key, worker] : workers_) {
+      worker->full_image_next = true;
+      worker->checkpointed_offset = -1;  // not in the new directory: the next checkpoint writes it, events or not
+    }
   }
 
   connectors::ConsumerOptions consumer_options() {
@@ -176,9 +302,9 @@ class Service::Impl {
   // Everything the pipelines write to must exist before the first event is consumed: a missing output
   // discovered mid-stream would stop the service with events half-processed.
   // Returns every input partition, so their reports (and metrics) exist from start-up.
-  std::vector<PartitionKey> check_topics(const connectors::KafkaConfig& kafka) const {
+  std::vector<PartitionKey> check_topics() const {
     std::vector<PartitionKey> inputs;
-    const connectors::Admin admin(kafka, options_.hooks);
+    const connectors::Admin& admin = *admin_;
     for (const auto& pipeline : config_.pipelines) {
       const std::string where = "pipeline " + pipeline.name + ": ";
       const int output_partitions = partition_count(admin, pipeline.output, where + "output");
@@ -237,6 +363,7 @@ class Service::Impl {
   bool stop_requested() const { return options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed); }
 
   void handle(const ConsumedMessage& message) {
+    if (failure_) return;  // e.g. an assignment that failed inside this poll: produce nothing more
     if (KafkaError error = message.error(); !error.ok()) {
       if (error.is_fatal()) fail("consumer: " + error.message());
       else if (!message.is_partition_eof()) spdlog::warn("consumer: {}", error.message());
@@ -251,13 +378,34 @@ class Service::Impl {
     for (const auto& header : original) event_headers_.push_back({header.name, header.value});
     const EventView event{message.key(), message.value().value_or(std::string_view{}), event_headers_};
     const Verdict verdict = worker->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
-    if (!deliver(*worker, message, verdict, original)) return;
     PartitionReport& report = *worker->report;
+    if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
+      ++report.reconciled;  // decided (its key is in the filter) but forwarded before the restart: not again
+    } else {
+      if (!deliver(*worker, message, verdict, original)) return;
+      switch (verdict.outcome) {
+        case Outcome::kForward: ++report.counters.forwarded; break;
+        case Outcome::kDuplicate: ++report.counters.duplicates; break;
+        case Outcome::kDeadLetter:
+          ++report.counters.dead_lettered;
+          ++report.dead_letters_by_reason[static_cast<std::size_t>(verdict.rejection->reason)];
+          break;
+      }
+    }
     ++report.consumed;
-    report.counters = worker->deduplicator.counters();
-    if (verdict.rejection) ++report.dead_letters_by_reason[static_cast<std::size_t>(verdict.rejection->reason)];
-    report.next_offset = message.offset() + 1;
+    worker->next_offset = message.offset() + 1;
+    report.next_offset = worker->next_offset;
     if (timed) processing_latency_.observe(std::chrono::duration<double>(Clock::now() - started).count());
+  }
+
+  // Whether the output already holds the record for this input offset (reconciliation); forgets the
+  // offsets consumption has passed.
+  static bool already_delivered(PartitionWorker& worker, std::int64_t offset) {
+    auto& delivered = worker.delivered;
+    delivered.erase(delivered.begin(), delivered.lower_bound(offset));
+    if (delivered.empty() || delivered.begin()->first != offset) return false;
+    delivered.erase(delivered.begin());
+    return true;
   }
 
   // Produces what the verdict says; false when the service must stop with this event not processed.
@@ -309,9 +457,28 @@ class Service::Impl {
     return true;
   }
 
+  // Keeps, per output (topic, partition), the highest acknowledged offset: a checkpoint's output offset
+  // comes from it. Keyed by names, never by worker: a lost partition's worker may be gone before the
+  // reports of its records arrive.
   void on_delivery(const connectors::DeliveryReport& report) {
-    if (report.error.ok()) return;
+    if (report.error.ok()) {
+      if (report.partition < 0 || report.offset < 0) return;
+      auto topic = acked_.find(report.topic);
+      if (topic == acked_.end()) topic = acked_.emplace(std::string(report.topic), std::vector<std::int64_t>{}).first;
+      std::vector<std::int64_t>& offsets = topic->second;
+      const auto index = static_cast<std::size_t>(report.partition);
+      if (offsets.size() <= index) offsets.resize(index + 1, -1);
+      offsets[index] = std::max(offsets[index], report.offset);
+      return;
+    }
     fail("delivery to " + std::string(report.topic) + " failed: " + report.error.message());
+  }
+
+  // The highest acknowledged offset of an output partition in this process; -1 when none.
+  std::int64_t max_acked(const std::string& topic, std::int32_t partition) const {
+    const auto it = acked_.find(topic);
+    if (it == acked_.end() || partition < 0 || static_cast<std::size_t>(partition) >= it->second.size()) return -1;
+    return it->second[static_cast<std::size_t>(partition)];
   }
 
   PartitionWorker* worker_for(const ConsumedMessage& message) {
@@ -329,19 +496,257 @@ class Service::Impl {
 
   // ---- rebalancing ----------------------------------------------------------------------------------
 
+  // Restores each partition from its checkpoint (or starts it empty at the committed offset), then
+  // reconciles against the output tail, all before the first event of the partition is fetched.
   void assign(TopicPartitions& partitions) {
-    for (auto& partition : partitions) {
-      const auto pipeline = pipeline_of_topic_.find(partition.topic);
-      if (pipeline == pipeline_of_topic_.end()) continue;
-      PartitionKey key(partition.topic, partition.partition);
-      PartitionReport& report = report_for(key);
-      report.assigned = true;
-      workers_[key] = std::make_unique<PartitionWorker>(*pipeline->second, report);
-      partition.offset = connectors::kNoOffset;  // the committed offset (durable state will refine this)
+    spdlog::info("assigned {} partition(s): {}", partitions.size(), describe(partitions));
+    try {
+      if (!failure_) assign_partitions(partitions);
+    } catch (const std::exception& e) {
+      // The consumer applies the assignment anyway; handle() produces nothing once the service failed.
+      fail("assigning " + describe(partitions) + ": " + e.what());
     }
     invalidate_worker_cache();
     joined_ = true;
-    spdlog::info("assigned {} partition(s): {}", partitions.size(), describe(partitions));
+  }
+
+  void assign_partitions(TopicPartitions& partitions) {
+    std::vector<ReconcileRequest> requests;
+    std::vector<PartitionWorker*> requesters;
+    std::vector<TopicPartition*> fresh;  // no usable checkpoint
+    for (auto& partition : partitions) {
+      const auto pipeline = pipeline_of_topic_.find(partition.topic);
+      if (pipeline == pipeline_of_topic_.end()) continue;
+      const PartitionKey key(partition.topic, partition.partition);
+      PartitionReport& report = report_for(key);
+      report.assigned = true;
+      report.restored = false;
+      const std::optional<connectors::PartitionCheckpoint> checkpoint = restore(key, *pipeline->second, report);
+      PartitionWorker& worker = *workers_.at(key);
+      if (checkpoint) {
+        partition.offset = checkpoint->next_offset;  // resume exactly where the filter stands
+        if (worker.output_partition >= 0) {
+          requests.push_back({key.first, key.second, worker.pipeline->output, worker.output_partition,
+                              checkpoint->output_offset, checkpoint->next_offset});
+          requesters.push_back(&worker);
+        }
+      } else {
+        partition.offset = connectors::kNoOffset;  // the committed offset, else auto.offset.reset
+        fresh.push_back(&partition);
+      }
+    }
+    // Without a checkpoint a partition starts at its committed offset, whose metadata may still name the
+    // output offset of the last checkpoint (state lost, or a new machine): the replay from there is
+    // reconciled too. Otherwise only the output's high watermark is needed (the output floor).
+    const std::vector<StartPoint> starts = start_points(fresh);
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      PartitionWorker& worker = *workers_.at(PartitionKey(fresh[i]->topic, fresh[i]->partition));
+      if (starts[i].offset >= 0) {
+        fresh[i]->offset = starts[i].offset;
+        worker.next_offset = starts[i].offset;
+        worker.report->next_offset = starts[i].offset;
+      }
+      if (worker.output_partition < 0) continue;
+      const bool reconcile_from_metadata = starts[i].output_offset.has_value() && starts[i].offset >= 0;
+      requests.push_back({fresh[i]->topic, fresh[i]->partition, worker.pipeline->output, worker.output_partition,
+                          reconcile_from_metadata ? *starts[i].output_offset : -1, std::max<std::int64_t>(starts[i].offset, 0)});
+      requesters.push_back(&worker);
+    }
+    reconcile(requests, requesters);
+    // The first checkpoint of a partition without one: where it starts, its empty filter and the output's
+    // present end. A crash before its first regular checkpoint then restarts here and reconciles what was
+    // forwarded meanwhile, instead of starting over with nothing and forwarding it all again.
+    for (TopicPartition* partition : fresh) {
+      PartitionWorker& worker = *workers_.at(PartitionKey(partition->topic, partition->partition));
+      if (worker.next_offset >= 0) write_state(worker);
+    }
+  }
+
+  struct StartPoint {
+    std::int64_t offset = connectors::kNoOffset;  // unknown: librdkafka decides
+    std::optional<std::int64_t> output_offset;    // from the commit metadata
+  };
+
+  // Where partitions without a checkpoint start: the committed offset (and its metadata), else the input's
+  // low or high watermark as auto.offset.reset says.
+  std::vector<StartPoint> start_points(const std::vector<TopicPartition*>& partitions) {
+    std::vector<StartPoint> points(partitions.size());
+    if (partitions.empty()) return points;
+    TopicPartitions query;
+    for (const TopicPartition* partition : partitions) {
+      query.push_back({partition->topic, partition->partition, connectors::kNoOffset, {}, {}});
+    }
+    const auto committed = consumer_->committed(query, kMetadataTimeout);
+    if (!committed.ok()) {
+      spdlog::warn("asking the committed offsets of {} partition(s) failed ({}); they start without a first "
+                   "checkpoint and without reconciling the output",
+                   partitions.size(), committed.error().message());
+      return points;
+    }
+    for (const TopicPartition& answer : committed.value()) {
+      if (!answer.error.ok() || answer.offset < 0) continue;
+      for (std::size_t i = 0; i < partitions.size(); ++i) {
+        if (*partitions[i] != answer) continue;
+        points[i].offset = answer.offset;
+        const auto output_offset = parse_output_offset(answer.metadata);
+        if (output_offset && *output_offset >= 0) points[i].output_offset = output_offset;
+      }
+    }
+    const auto reset = config_.kafka.properties.find("auto.offset.reset");
+    const std::string policy = reset == config_.kafka.properties.end() ? "earliest" : reset->second;
+    const bool from_start = policy == "earliest" || policy == "smallest" || policy == "beginning";
+    const bool from_end = policy == "latest" || policy == "largest" || policy == "end";
+    for (std::size_t i = 0; i < partitions.size(); ++i) {
+      if (points[i].offset >= 0 || (!from_start && !from_end)) continue;
+      const auto marks = admin_->watermarks(partitions[i]->topic, partitions[i]->partition, kMetadataTimeout);
+      if (!marks.ok()) {
+        spdlog::warn("{}/{}: {}; it starts without a first checkpoint", partitions[i]->topic, partitions[i]->partition,
+                     marks.error().message());
+        continue;
+      }
+      points[i].offset = from_start ? marks.value().low : marks.value().high;
+    }
+    return points;
+  }
+
+  // Reads the partition's checkpoint and builds its worker: around the restored filter when the
+  // checkpoint is usable, else with an empty filter. Returns the checkpoint the worker starts from.
+  std::optional<connectors::PartitionCheckpoint> restore(const PartitionKey& key, const config::PipelineSettings& pipeline,
+                                                         PartitionReport& report) {
+    const PartitionId id{key.first, key.second};
+    std::optional<connectors::StoredPartition> stored;
+    std::unique_ptr<filters::Filter> filter;
+    try {
+      stored = store_->read(id);
+      if (stored) filter = filters::restore(stored->filter_meta, store_->slices(id));
+    } catch (const StateStoreError& e) {
+      if (e.kind() != StateStoreError::Kind::kCorrupt) throw;
+      // A damaged table file fails every compaction that reads it, which stops all writes: the whole
+      // directory goes aside, not only this partition's records.
+      state_corrupt(report, e.what());
+      quarantine_and_reopen();
+      lost_with_quarantine_.erase(key);  // counted just above
+      stored.reset();
+      filter.reset();
+    } catch (const filters::FormatError& e) {
+      // Records intact in the store (they passed its checksums) that the filter rejects: drop them.
+      state_corrupt(report, e.what());
+      drop_state(id);
+      stored.reset();
+      filter.reset();
+    }
+    if (!stored && lost_with_quarantine_.erase(key) != 0) {
+      state_corrupt(report, "its state was in the state directory moved aside");
+    }
+    if (stored && !PartitionDeduplicator::matches_settings(*filter, pipeline)) {
+      spdlog::warn("{}: the stored filter was written with other filter settings than pipeline {} has now; dropping "
+                   "it and starting with an empty filter at the committed offset",
+                   connectors::to_string(id), pipeline.name);
+      drop_state(id);
+      stored.reset();
+    }
+    if (stored && !input_holds(id, stored->checkpoint.next_offset)) {
+      drop_state(id);
+      stored.reset();
+    }
+    std::unique_ptr<PartitionWorker> worker;
+    if (stored) {
+      const connectors::PartitionCheckpoint& checkpoint = stored->checkpoint;
+      worker = std::make_unique<PartitionWorker>(pipeline, report, std::move(filter),
+                                                 filters::from_epoch_nanos(checkpoint.filter_time_ns));
+      worker->next_offset = checkpoint.next_offset;
+      worker->checkpointed_offset = checkpoint.next_offset;
+      worker->checkpointed_output = checkpoint.output_offset;
+      report.next_offset = checkpoint.next_offset;
+      report.restored = true;
+      spdlog::info("{}: restored from the checkpoint of {} ms ago at input offset {} (output offset {})",
+                   connectors::to_string(id), std::max<std::int64_t>(wall_clock_ms() - checkpoint.written_at_ms, 0),
+                   checkpoint.next_offset, checkpoint.output_offset);
+    } else {
+      worker = std::make_unique<PartitionWorker>(pipeline, report);
+      worker->full_image_next = true;
+    }
+    refresh_filter_stats(*worker, wall_clock_now());
+    workers_[key] = std::move(worker);
+    if (!stored) return std::nullopt;
+    return stored->checkpoint;
+  }
+
+  // A checkpoint beyond the input's high watermark belongs to an earlier topic of the same name (deleted
+  // and created again): its filter would drop the new topic's events as duplicates.
+  bool input_holds(const PartitionId& id, std::int64_t next_offset) const {
+    const auto marks = admin_->watermarks(id.topic, id.partition, kMetadataTimeout);
+    if (!marks.ok()) {
+      spdlog::warn("{}: {}; restoring without checking the checkpoint against the input", connectors::to_string(id),
+                   marks.error().message());
+      return true;
+    }
+    if (next_offset <= marks.value().high) return true;
+    spdlog::warn("{}: the checkpoint's next offset {} is beyond the input's high watermark {}: the state belongs to an "
+                 "earlier topic of that name; dropping it and starting with an empty filter",
+                 connectors::to_string(id), next_offset, marks.value().high);
+    return false;
+  }
+
+  void state_corrupt(PartitionReport& report, const std::string& why) {
+    ++report.state_corruptions;
+    spdlog::error("{}/{}: the stored state is corrupt ({}); starting with an empty filter at the committed offset. "
+                  "Rebuilding the filter from the input history is not implemented yet: keys seen before are "
+                  "forgotten, so a duplicate within the TTL may be forwarded once",
+                  report.topic, report.partition, why);
+  }
+
+  void drop_state(const PartitionId& id) {
+    try {
+      store_->drop(id);
+    } catch (const StateStoreError& e) {
+      // The worker's next checkpoint writes its whole filter over whatever is left.
+      spdlog::error("{}: dropping the stored state failed: {}", connectors::to_string(id), e.what());
+    }
+  }
+
+  // Reads the output tails (output_reconciler.h) and hands each worker the input offsets already
+  // delivered beyond its start, and its output floor. Throws when the output cannot be read.
+  void reconcile(const std::vector<ReconcileRequest>& requests, const std::vector<PartitionWorker*>& workers) {
+    if (requests.empty()) return;
+    ReconcileOptions options;
+    options.config = client_config(ClientRole::kOther);
+    options.hooks = options_.hooks;
+    options.group_id = config_.kafka.group_id + ".reconciler";
+    options.idle_timeout = kReconcileIdleTimeout;
+    options.request_timeout = kMetadataTimeout;
+    const auto started = Clock::now();
+    const std::vector<ReconcileResult> results = reconcile_outputs(requests, *admin_, options);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const ReconcileRequest& request = requests[i];
+      const ReconcileResult& result = results[i];
+      PartitionWorker& worker = *workers[i];
+      worker.output_floor = result.output_end;
+      worker.delivered = result.delivered;
+      if (request.output_from < 0) continue;
+      const std::string input = request.input_topic + "/" + std::to_string(request.input_partition);
+      const std::string output = request.output_topic + "/" + std::to_string(request.output_partition);
+      if (result.output_behind) {
+        spdlog::warn("{}: the checkpoint counts output {} up to offset {}, but its high watermark is {}: the output "
+                     "lost records (or is a new topic); nothing to reconcile",
+                     input, output, request.output_from, result.output_end);
+      } else if (result.output_truncated) {
+        spdlog::warn("{}: output {} no longer holds offsets {} to {} (retention): events forwarded there may be "
+                     "forwarded again",
+                     input, output, request.output_from, result.read_from - 1);
+      }
+      if (result.records_read == 0) {
+        spdlog::debug("{}: output {} holds nothing past offset {}: nothing to reconcile", input, output,
+                      request.output_from);
+        continue;
+      }
+      spdlog::info("{}: reconciled against output {} offsets {} to {} ({} records read): {} event(s) from input "
+                   "offset {} on were already delivered and will not be forwarded again",
+                   input, output, result.read_from, result.output_end - 1, result.records_read,
+                   result.delivered.size(), request.input_from);
+    }
+    spdlog::debug("reconciling {} partition(s) took {} ms", requests.size(),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
   }
 
   void revoke(const TopicPartitions& partitions, bool lost) {
@@ -356,6 +761,7 @@ class Service::Impl {
       const PartitionKey key(partition.topic, partition.partition);
       if (const auto it = workers_.find(key); it != workers_.end()) refresh_filter_stats(*it->second, wall_clock_now());
       workers_.erase(key);
+      lost_with_quarantine_.erase(key);
       if (const auto it = reports_.find(key); it != reports_.end()) it->second.assigned = false;
     }
     invalidate_worker_cache();
@@ -384,32 +790,95 @@ class Service::Impl {
     return std::max(left, std::chrono::milliseconds(0));
   }
 
-  // Flush, then commit: an offset is committed only when every record produced for the events before it
-  // has been acknowledged. Returns false when nothing could be committed.
-  bool checkpoint(const std::vector<PartitionWorker*>& workers, CommitMode mode, Clock::time_point deadline) {
-    if (failure_) return false;
+  struct CheckpointResult {
+    bool committed = true;           // flushed, and the commit (if any) was accepted
+    std::size_t state_failures = 0;  // partitions whose state could not be written: not committed
+  };
+
+  // Flush, write the state, then commit (service-design.md, "The state invariant", step 1): a partition's
+  // checkpoint is written only when every record produced for the events before its next offset has been
+  // acknowledged, and its offset is committed only when its checkpoint is durable.
+  CheckpointResult checkpoint(const std::vector<PartitionWorker*>& workers, CommitMode mode, Clock::time_point deadline) {
+    CheckpointResult result;
+    if (failure_) return {false, 0};
     const auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
                                  std::chrono::milliseconds(0));
     if (KafkaError error = producer_->flush(budget); !error.ok()) {
-      spdlog::warn("flush did not finish ({} records in flight): {}; offsets not committed", producer_->outq_len(),
-                   error.message());
-      return false;
+      spdlog::warn("flush did not finish ({} records in flight): {}; no state written, offsets not committed",
+                   producer_->outq_len(), error.message());
+      return {false, 0};
     }
-    if (failure_) return false;  // a delivery failed during the flush
+    if (failure_) return {false, 0};  // a delivery failed during the flush
     TopicPartitions offsets;
+    std::vector<PartitionWorker*> committing;
     for (PartitionWorker* worker : workers) {
-      const PartitionReport& report = *worker->report;
-      if (report.next_offset < 0 || report.next_offset == worker->committed_offset) continue;
-      offsets.push_back(TopicPartition{report.topic, report.partition, report.next_offset, {}, {}});
+      if (worker->next_offset < 0) continue;
+      if (worker->next_offset != worker->checkpointed_offset && !write_state(*worker)) {
+        ++result.state_failures;
+        continue;
+      }
+      if (worker->next_offset == worker->committed_offset) continue;
+      offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->next_offset,
+                                       std::to_string(worker->checkpointed_output), {}});
+      committing.push_back(worker);
     }
-    if (offsets.empty()) return true;
+    if (offsets.empty()) return result;
     if (KafkaError error = consumer_->commit(offsets, mode); !error.ok()) {
       spdlog::warn("offset commit failed: {}", error.message());
+      result.committed = false;
+      return result;
+    }
+    for (PartitionWorker* worker : committing) worker->committed_offset = worker->next_offset;
+    ++commits_;
+    return result;
+  }
+
+  // Where the partition's checkpoint says its output stands: no record forwarded for an input offset at
+  // or after its next offset lies below it. Records still to be reconciled pin it at the first of them;
+  // else it is past everything acknowledged (and past the output's end when the partition was assigned).
+  // by_key: -1, unknown (the partition's records are spread over the output: at-least-once after a crash).
+  std::int64_t output_offset(const PartitionWorker& worker) const {
+    if (worker.output_partition < 0) return -1;
+    if (!worker.delivered.empty()) {
+      std::int64_t first = worker.delivered.begin()->second;
+      for (const auto& [input, output] : worker.delivered) first = std::min(first, output);
+      return first;
+    }
+    const std::int64_t acked = max_acked(worker.pipeline->output, worker.output_partition);
+    return std::max(worker.output_floor, acked < 0 ? -1 : acked + 1);
+  }
+
+  // One synced WriteBatch: the filter's changed slices and metadata, next offset and output offset. False
+  // (logged, counted) when the store refused it: the caller then commits nothing for the partition, and
+  // the next interval tries again with these changes still unpersisted.
+  bool write_state(PartitionWorker& worker) {
+    PartitionReport& report = *worker.report;
+    const auto started = Clock::now();
+    connectors::PartitionCheckpoint checkpoint;
+    checkpoint.id = worker.id;
+    checkpoint.next_offset = worker.next_offset;
+    checkpoint.output_offset = output_offset(worker);
+    checkpoint.written_at_ms = wall_clock_ms();
+    checkpoint.filter_time_ns = filters::to_epoch_nanos(worker.deduplicator.filter_time(filters::TimePoint{}));
+    try {
+      filters::Filter& filter = worker.deduplicator.filter();
+      const auto scope = worker.full_image_next ? filters::ImageScope::kFull : filters::ImageScope::kChangedSinceLastPersist;
+      const connectors::CheckpointWrite written = store_->write_checkpoint(checkpoint, filter.image(scope));
+      filter.mark_persisted();
+      worker.full_image_next = false;
+      worker.checkpointed_offset = checkpoint.next_offset;
+      worker.checkpointed_output = checkpoint.output_offset;
+      ++report.checkpoints;
+      report.checkpoint_bytes += written.bytes;
+      report.last_checkpoint_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+      return true;
+    } catch (const StateStoreError& e) {
+      ++report.checkpoint_failures;
+      spdlog::error("{}: checkpoint at input offset {} failed ({}: {}); its offset is not committed, and the "
+                    "checkpoint is tried again at the next interval",
+                    connectors::to_string(worker.id), checkpoint.next_offset, connectors::to_string(e.kind()), e.what());
       return false;
     }
-    for (PartitionWorker* worker : workers) worker->committed_offset = worker->report->next_offset;
-    ++commits_;
-    return true;
   }
 
   // ---- stopping -------------------------------------------------------------------------------------
@@ -420,8 +889,13 @@ class Service::Impl {
     running_ = false;
     spdlog::info("stopping: flushing and committing (grace period {} ms)",
                  std::chrono::duration_cast<std::chrono::milliseconds>(config_.shutdown.grace_period).count());
-    if (!checkpoint(all_workers(), CommitMode::kSync, *stop_deadline_)) {
+    const CheckpointResult result = checkpoint(all_workers(), CommitMode::kSync, *stop_deadline_);
+    if (!result.committed) {
       fail("shutdown: the output was not flushed within the grace period; uncommitted events will be consumed again");
+    } else if (result.state_failures != 0) {
+      fail("shutdown: the state of " + std::to_string(result.state_failures) +
+           " partition(s) could not be written (see above); their events since the last checkpoint will be "
+           "consumed again and reconciled");
     }
   }
 
@@ -437,6 +911,7 @@ class Service::Impl {
     }
     consumer_.reset();
     producer_.reset();
+    store_.reset();  // after the consumer: its close() may checkpoint revoked partitions
   }
 
   void fail(const std::string& why) noexcept {
@@ -488,10 +963,16 @@ class Service::Impl {
   ServiceOptions options_;
   std::map<std::string, const config::PipelineSettings*> pipeline_of_topic_;
 
+  std::unique_ptr<StateStore> store_;  // first: destroyed last, after the consumer's close() checkpointed
+  std::unique_ptr<connectors::Admin> admin_;
   std::unique_ptr<connectors::Producer> producer_;
   std::unique_ptr<connectors::Consumer> consumer_;  // after producer_: destroyed first, its close() may flush
   std::map<PartitionKey, PartitionReport> reports_;
   std::map<PartitionKey, std::unique_ptr<PartitionWorker>> workers_;
+  // Per output topic, by partition: the highest offset acknowledged in this process (-1: none).
+  std::map<std::string, std::vector<std::int64_t>, std::less<>> acked_;
+  bool state_quarantined_ = false;  // the state directory was moved aside in this process
+  std::set<PartitionKey> lost_with_quarantine_;  // partitions whose state went with it, until assigned
 
   PartitionWorker* cached_worker_ = nullptr;  // consecutive messages mostly come from one partition
   const rd_kafka_topic_t* cached_topic_ = nullptr;

@@ -60,6 +60,21 @@ struct ServiceMetrics::Families {
                          .Help("False positives among the probe keys of the last 100 samples").Register(r)),
         lag(prometheus::BuildGauge().Name("bloomgate_consumer_lag_records")
                 .Help("High watermark minus the next offset to process").Register(r)),
+        checkpoints(prometheus::BuildCounter().Name("bloomgate_checkpoints_total")
+                        .Help("Checkpoints of the partition's filter and offsets written to the state store").Register(r)),
+        checkpoint_bytes(prometheus::BuildCounter().Name("bloomgate_checkpoint_bytes_total")
+                             .Help("Bytes of the checkpoints written (RocksDB WriteBatch sizes)").Register(r)),
+        checkpoint_duration(prometheus::BuildGauge().Name("bloomgate_checkpoint_duration_seconds")
+                                .Help("How long the partition's last checkpoint took to write and sync").Register(r)),
+        checkpoint_failures(prometheus::BuildCounter().Name("bloomgate_checkpoint_failures_total")
+                                .Help("Checkpoints the state store refused (full disk, I/O error); the offset was not committed")
+                                .Register(r)),
+        restored(prometheus::BuildGauge().Name("bloomgate_restored_partitions")
+                     .Help("1 when the partition's current (or last) assignment started from its checkpoint").Register(r)),
+        reconciled(prometheus::BuildCounter().Name("bloomgate_reconciled_events_total")
+                       .Help("Replayed events not produced again: the output already held them (restore)").Register(r)),
+        state_corruptions(prometheus::BuildCounter().Name("bloomgate_state_corruptions_total")
+                              .Help("Times the partition's stored state was found corrupt and dropped").Register(r)),
         processing(prometheus::BuildHistogram().Name("bloomgate_event_processing_seconds")
                        .Help("Time to decide one event and hand it to the producer (1 event in 64 is timed)")
                        .Register(r)
@@ -91,6 +106,13 @@ struct ServiceMetrics::Families {
   prometheus::Family<Counter>& fpr_probe_hits;
   prometheus::Family<Gauge>& observed_fpr;
   prometheus::Family<Gauge>& lag;
+  prometheus::Family<Counter>& checkpoints;
+  prometheus::Family<Counter>& checkpoint_bytes;
+  prometheus::Family<Gauge>& checkpoint_duration;
+  prometheus::Family<Counter>& checkpoint_failures;
+  prometheus::Family<Gauge>& restored;
+  prometheus::Family<Counter>& reconciled;
+  prometheus::Family<Counter>& state_corruptions;
   prometheus::Histogram& processing;
   Gauge& producer_queue;
   Counter& commits;
@@ -116,7 +138,14 @@ struct ServiceMetrics::PartitionSeries {
         fpr_probes(f.fpr_probes.Add(labels)),
         fpr_probe_hits(f.fpr_probe_hits.Add(labels)),
         observed_fpr(f.observed_fpr.Add(labels)),
-        lag(f.lag.Add(labels)) {
+        lag(f.lag.Add(labels)),
+        checkpoints(f.checkpoints.Add(labels)),
+        checkpoint_bytes(f.checkpoint_bytes.Add(labels)),
+        checkpoint_duration(f.checkpoint_duration.Add(labels)),
+        checkpoint_failures(f.checkpoint_failures.Add(labels)),
+        restored(f.restored.Add(labels)),
+        reconciled(f.reconciled.Add(labels)),
+        state_corruptions(f.state_corruptions.Add(labels)) {
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) {
       const auto reason = reason_name(static_cast<RejectionReason>(i));
       by_reason[i] = &f.dead_letters.Add(with(labels, "reason", std::string(reason)));
@@ -149,6 +178,13 @@ struct ServiceMetrics::PartitionSeries {
     observed_fpr.Set(p.observed_fpr);
     const bool lag_known = p.high_watermark >= 0 && p.next_offset >= 0;
     lag.Set(lag_known ? static_cast<double>(std::max<std::int64_t>(p.high_watermark - p.next_offset, 0)) : 0);
+    advance(checkpoints, p.checkpoints);
+    advance(checkpoint_bytes, p.checkpoint_bytes);
+    checkpoint_duration.Set(p.last_checkpoint_seconds);
+    advance(checkpoint_failures, p.checkpoint_failures);
+    restored.Set(p.restored ? 1 : 0);
+    advance(reconciled, p.reconciled);
+    advance(state_corruptions, p.state_corruptions);
   }
 
   Counter& consumed;
@@ -170,6 +206,13 @@ struct ServiceMetrics::PartitionSeries {
   Counter& fpr_probe_hits;
   Gauge& observed_fpr;
   Gauge& lag;
+  Counter& checkpoints;
+  Counter& checkpoint_bytes;
+  Gauge& checkpoint_duration;
+  Counter& checkpoint_failures;
+  Gauge& restored;
+  Counter& reconciled;
+  Counter& state_corruptions;
 };
 
 ServiceMetrics::ServiceMetrics(prometheus::Registry& registry, const config::Config& config)

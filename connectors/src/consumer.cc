@@ -139,6 +139,12 @@ KafkaError Consumer::subscribe(const std::vector<std::string>& topics) {
   return KafkaError(rd_kafka_subscribe(handle_.get(), list.get()), "subscribe");
 }
 
+KafkaError Consumer::assign(const TopicPartitions& partitions) {
+  if (partitions.empty()) return KafkaError(rd_kafka_assign(handle_.get(), nullptr), "clear the assignment");
+  const PartitionListHandle list = to_partition_list(partitions);
+  return KafkaError(rd_kafka_assign(handle_.get(), list.get()), "assign partitions");
+}
+
 std::optional<ConsumedMessage> Consumer::poll(std::chrono::milliseconds timeout) {
   if (closed_) return std::nullopt;
   rd_kafka_message_t* message = rd_kafka_consumer_poll(handle_.get(), to_timeout_ms(timeout));

@@ -104,5 +104,38 @@ TEST(PartitionDeduplicator, FilterOptionsFollowThePipeline) {
   EXPECT_THROW(filter_options_for(p), std::invalid_argument);
 }
 
+// A checkpoint's filter and time, restored: the keys are still there, and time does not run backwards.
+TEST(PartitionDeduplicator, RestoredFromACheckpointKeepsItsKeysAndItsTime) {
+  Fixture before;
+  EXPECT_EQ(before.decide(R"({"order_id": "a"})", kT0), Outcome::kForward);
+  EXPECT_EQ(before.decide(R"({"order_id": "b"})", kT0 + 60'000), Outcome::kForward);
+  const filters::FilterImage image = before.dedup.filter().image(filters::ImageScope::kFull);
+  const auto lookup = [&image](std::uint64_t id) -> std::optional<std::string> {
+    for (const auto& slice : image.slices) {
+      if (slice.id == id) return slice.record;
+    }
+    return std::nullopt;
+  };
+  const filters::TimePoint checkpoint_time = before.dedup.filter_time(filters::TimePoint{});
+  EXPECT_EQ(checkpoint_time, filters::from_epoch_millis(kT0 + 60'000));
+
+  filters::TimePoint processing_now = filters::from_epoch_millis(kT0);
+  PartitionDeduplicator after(json_pipeline(), [&] { return processing_now; }, filters::restore(image.meta, lookup),
+                              checkpoint_time);
+  EXPECT_TRUE(PartitionDeduplicator::matches_settings(after.filter(), json_pipeline()));
+  EXPECT_EQ(after.filter_time(filters::TimePoint{}), checkpoint_time) << "the clock starts at the checkpoint";
+  // An event stamped before the checkpoint is judged at the checkpoint's time, not earlier.
+  const Verdict repeat = after.decide(EventView{std::nullopt, R"({"order_id": "a"})", {}}, kT0 - 1'000);
+  EXPECT_EQ(repeat.outcome, Outcome::kDuplicate);
+  EXPECT_EQ(repeat.time, checkpoint_time);
+  EXPECT_EQ(after.decide(EventView{std::nullopt, R"({"order_id": "c"})", {}}, kT0 + 61'000).outcome, Outcome::kForward);
+
+  config::PipelineSettings other = json_pipeline();
+  other.filter.error_rate = 1e-5;
+  EXPECT_FALSE(PartitionDeduplicator::matches_settings(after.filter(), other)) << "other filter settings";
+  EXPECT_THROW(PartitionDeduplicator(json_pipeline(), [] { return filters::TimePoint{}; }, nullptr, checkpoint_time),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace bloomgate::app

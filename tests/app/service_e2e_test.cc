@@ -29,8 +29,6 @@
 #include "bloomgate/filters/options.h"
 #include "service_test_support.h"
 
-extern char** environ;  // NOLINT: POSIX, for posix_spawn
-
 namespace bloomgate::app {
 namespace {
 
@@ -600,94 +598,10 @@ TEST(ServiceEndToEnd, GracefulStopUnderLoadCommitsExactlyWhatItWroteAndARestartR
 
 // ---- the real binary ---------------------------------------------------------------------------------------
 
-// A temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "bloomgate-e2e-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name, const std::string& text = {}) const {
-    const std::string path = (path_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// `bloomgate run --config FILE` as a child process, its stdout and stderr in files.
-class BloomgateProcess {
- public:
-  BloomgateProcess(const std::string& config_path, std::string stdout_path, std::string stderr_path)
-      : stdout_path_(std::move(stdout_path)), stderr_path_(std::move(stderr_path)) {
-    std::vector<std::string> args{BLOOMGATE_BINARY, "run", "--config", config_path};
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int error = posix_spawn(&pid_, BLOOMGATE_BINARY, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (error != 0) throw std::runtime_error("posix_spawn " + std::string(BLOOMGATE_BINARY) + " failed");
-  }
-  ~BloomgateProcess() {
-    if (pid_ > 0) (void)wait(0ms);  // kills it if it still runs
-  }
-  BloomgateProcess(const BloomgateProcess&) = delete;
-  BloomgateProcess& operator=(const BloomgateProcess&) = delete;
-
-  void signal(int number) const { ::kill(pid_, number); }
-
-  // The exit code once it exits, or nothing if it did not within the limit (then it is killed with
-  // SIGKILL) or was killed by a signal.
-  std::optional<int> wait(milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (Clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return std::nullopt;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt;
-  }
-
-  std::string output() const { return read_file(stdout_path_) + read_file(stderr_path_); }
-  std::string error_output() const { return read_file(stderr_path_); }
-
- private:
-  std::string stdout_path_;
-  std::string stderr_path_;
-  pid_t pid_ = -1;
-};
-
-std::string run_config_yaml(const std::string& brokers, const std::string& group_id) {
+std::string run_config_yaml(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
   std::string yaml = "kafka:\n  brokers: " + brokers + "\n  group_id: " + group_id + "\n  properties:\n";
   for (const auto& [name, value] : fast_client_properties()) yaml += "    " + name + ": \"" + value + "\"\n";
-  return yaml + R"(state:
+  return yaml + "state:\n  dir: " + state_dir + R"(
   checkpoint_interval: 200ms
 metrics:
   listen: 127.0.0.1:0
@@ -703,21 +617,11 @@ pipelines:
 )";
 }
 
-// Waits until the output topic holds at least `records`; false if it does not within the limit.
-bool wait_for_output(const EmbeddedBroker& broker, const std::string& topic, std::int64_t records) {
-  const auto deadline = Clock::now() + kWaitLimit;
-  while (total(end_offsets(broker, topic)) < records) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
-}
-
 TEST(BloomgateBinary, SigtermStopsGracefullyWithEveryCommittedEventWrittenOnce) {
   EmbeddedBroker broker;
   prepare_unique_stream(broker);
   const TempDir dir;
-  BloomgateProcess bloomgate(dir.file("bloomgate.yaml", run_config_yaml(broker.bootstrap_servers(), "sigterm")),
+  BloomgateProcess bloomgate(dir.file("bloomgate.yaml", run_config_yaml(broker.bootstrap_servers(), "sigterm", dir.path("state"))),
                              dir.file("stdout"), dir.file("stderr"));
   ASSERT_TRUE(wait_for_output(broker, "stream-unique", kWarmUpEvents)) << bloomgate.output();
   {

@@ -2,7 +2,8 @@
 //
 // What the service's end-to-end tests share: a service configuration tuned for the embedded broker, a
 // producer of described events, reading a topic back in full, the Service running on a thread of its
-// own with a stop flag, the committed offsets of a group, and steady load from a producer thread.
+// own with a stop flag, the committed offsets of a group, steady load from a producer thread, temporary
+// directories (a fresh state directory for every service_config()), and the real binary as a child process.
 //
 // Every wait is bounded (kWaitLimit or less): without a broker, or with a service that never stops, a
 // test fails instead of hanging. Broken test plumbing (a produce that fails, a topic that cannot be
@@ -13,6 +14,12 @@
 // consuming; session.timeout.ms=4000 keeps a 1 s margin on it.
 #pragma once
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
@@ -20,10 +27,14 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -39,6 +50,8 @@
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/producer.h"
 #include "bloomgate/connectors/topic_partition.h"
+
+extern char** environ;  // NOLINT: POSIX, for posix_spawn
 
 namespace bloomgate::app::test_support {
 
@@ -68,6 +81,38 @@ inline connectors::KafkaConfig client_config(const EmbeddedBroker& broker) {
 
 // ---- configuration ---------------------------------------------------------------------------------
 
+// A directory of this test process's own under the system's temporary directory, removed with all
+// that is in it when the process exits; every service_config() gets a fresh state directory in it, so
+// tests running at the same time never share (or lock each other out of) one.
+class TestDirectories {
+ public:
+  static TestDirectories& instance() {
+    static TestDirectories directories;
+    return directories;
+  }
+  ~TestDirectories() {
+    std::error_code ignored;
+    std::filesystem::remove_all(root_, ignored);
+  }
+  TestDirectories(const TestDirectories&) = delete;
+  TestDirectories& operator=(const TestDirectories&) = delete;
+
+  // A path inside the root that does not exist yet ("<name>-<n>").
+  std::string fresh(const std::string& name) {
+    return (root_ / (name + "-" + std::to_string(next_.fetch_add(1)))).string();
+  }
+
+ private:
+  TestDirectories() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "bloomgate-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    root_ = pattern;
+  }
+
+  std::filesystem::path root_;
+  std::atomic<int> next_{0};
+};
+
 // A pipeline keyed by the message key, forwarding to `output` with event time and no refresh.
 inline config::PipelineSettings pipeline(std::string name, std::string input, std::string output,
                                          config::Duration ttl) {
@@ -86,6 +131,7 @@ inline config::Config service_config(const EmbeddedBroker& broker, std::string g
   config.kafka.brokers = broker.bootstrap_servers();
   config.kafka.group_id = std::move(group_id);
   config.kafka.properties = fast_client_properties();
+  config.state.dir = TestDirectories::instance().fresh("state");
   config.state.checkpoint_interval = 200ms;
   config.shutdown.grace_period = 5s;
   config.metrics.listen = "127.0.0.1:0";
@@ -413,6 +459,104 @@ class ServiceThread {
 inline std::string describe(const std::optional<RunResult>& result) {
   if (!result) return "run() did not return within the time limit";
   return "exit " + std::to_string(result->exit_code) + (result->error.empty() ? "" : ": " + result->error);
+}
+
+// ---- the real binary ------------------------------------------------------------------------------
+
+// A temporary directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "bloomgate-e2e-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string path(const std::string& name) const { return (path_ / name).string(); }
+
+  std::string file(const std::string& name, const std::string& text = {}) const {
+    const std::string path = (path_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `bloomgate run --config FILE` as a child process, its stdout and stderr in files.
+class BloomgateProcess {
+ public:
+  BloomgateProcess(const std::string& config_path, std::string stdout_path, std::string stderr_path)
+      : stdout_path_(std::move(stdout_path)), stderr_path_(std::move(stderr_path)) {
+    std::vector<std::string> args{BLOOMGATE_BINARY, "run", "--config", config_path};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int error = posix_spawn(&pid_, BLOOMGATE_BINARY, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) throw std::runtime_error("posix_spawn " + std::string(BLOOMGATE_BINARY) + " failed");
+  }
+  ~BloomgateProcess() {
+    if (pid_ > 0) (void)wait(0ms);  // kills it if it still runs
+  }
+  BloomgateProcess(const BloomgateProcess&) = delete;
+  BloomgateProcess& operator=(const BloomgateProcess&) = delete;
+
+  void signal(int number) const { ::kill(pid_, number); }
+
+  // The exit code once it exits, or nothing if it did not within the limit (then it is killed with
+  // SIGKILL) or was killed by a signal.
+  std::optional<int> wait(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return std::nullopt;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    pid_ = -1;
+    return WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt;
+  }
+
+  std::string output() const { return read_file(stdout_path_) + read_file(stderr_path_); }
+  std::string error_output() const { return read_file(stderr_path_); }
+
+ private:
+  std::string stdout_path_;
+  std::string stderr_path_;
+  pid_t pid_ = -1;
+};
+
+// Waits until the output topic holds at least `records`; false if it does not within the limit.
+inline bool wait_for_output(const EmbeddedBroker& broker, const std::string& topic, std::int64_t records) {
+  const auto deadline = Clock::now() + kWaitLimit;
+  while (total(end_offsets(broker, topic)) < records) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
 }
 
 }  // namespace bloomgate::app::test_support

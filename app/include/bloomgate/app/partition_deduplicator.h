@@ -6,7 +6,8 @@
 // write to the duplicates topic or drop, or send to the dead-letter topic with the reason.
 //
 // One instance per input (topic, partition): it owns that partition's filter, which is also what a
-// checkpoint persists (filter()). Thread-safety: none; one partition worker owns it.
+// checkpoint persists (filter()); after a restart it is built around the filter restored from that
+// checkpoint. Thread-safety: none; one partition worker owns it.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,19 @@ filters::FilterOptions filter_options_for(const config::PipelineSettings& pipeli
 class PartitionDeduplicator {
  public:
   PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now);
+
+  // Around a filter restored from a checkpoint (filters::restore), whose present was `filter_time`: the
+  // event clock starts there, so time never runs backwards across a restart (the epoch itself, a
+  // checkpoint taken before any event, sets nothing). The caller checks that the
+  // restored filter matches the pipeline's settings (matches_settings()). Throws std::invalid_argument on
+  // a null filter.
+  PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now,
+                        std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time);
+
+  // Whether `filter` has the type, probes per key, aged slices and target rate that the pipeline's
+  // settings give a new filter: a checkpoint written under other filter settings does not. (Sizes are
+  // not compared: a scalable filter grows.)
+  static bool matches_settings(const filters::Filter& filter, const config::PipelineSettings& pipeline);
 
   // record_timestamp_ms: the record's timestamp in ms since the epoch, or -1 when it has none.
   Verdict decide(const EventView& event, std::int64_t record_timestamp_ms);

@@ -19,11 +19,24 @@
 //   bloomgate.pipeline, bloomgate.reason (reason_name(): missing_field, malformed_json, ...),
 //   bloomgate.error (for humans; never contains the key)
 //
-// Offsets (flush-then-commit): every state.checkpoint_interval, on revocation and at shutdown the
-// producer is flushed and only then are the consumed offsets committed, so a committed offset never
-// runs ahead of an undelivered output record. A failed delivery stops the service without committing
-// (exit 1): the events are consumed again by whoever owns the partition next. Until durable state lands
-// (RocksDB checkpoints), a partition's filter starts empty when it is assigned.
+// Offsets and durable state (flush, checkpoint, then commit; docs/state.md): every
+// state.checkpoint_interval, on revocation and at shutdown the producer is flushed; then, for each
+// partition with events since its last checkpoint, one synced RocksDB WriteBatch (StateStore in
+// state.dir) stores the filter's changed slices, the next input offset and the output offset below which
+// everything forwarded from the partition was acknowledged; only then is the input offset committed, with
+// that output offset as commit metadata. A committed offset never runs ahead of an undelivered output
+// record or of the filter state. A failed delivery stops the service without committing (exit 1); a
+// checkpoint the store refuses (full disk) is logged at error level and counted, and that partition's
+// offset is not committed until a later checkpoint succeeds.
+// On assignment each partition is restored from its checkpoint (filter, event-clock time, next offset),
+// or starts with an empty filter at its committed offset and writes a first checkpoint there. Then the
+// output partition is read from the checkpoint's output offset to its high watermark (reconciliation):
+// the input offsets its source headers name are decided again when replayed, so their keys go into the
+// filter, but are not produced again. So after kill -9 nothing is lost and nothing is forwarded twice.
+// Limits: with output_partitioning by_key the output offset is not tracked (-1) and a crash gives
+// at-least-once; records written to the duplicates and dead-letter topics are at-least-once after a
+// crash; corrupt state is set aside (counted) and the partition starts empty, since rebuilding the filter
+// from the input history is not built yet. A second process on the same state.dir fails at start (exit 1).
 //
 // Start-up checks, before any event is consumed: every input, output, duplicates and dead-letter topic
 // exists, and with same_as_input the output has at least as many partitions as each input.
@@ -82,6 +95,14 @@ struct PartitionReport {
   std::uint64_t fpr_probes = 0;
   std::uint64_t fpr_probe_hits = 0;
   double observed_fpr = 0;  // hits / probes over the last kFprWindowSnapshots snapshots
+  // Durable state (docs/state.md).
+  std::uint64_t checkpoints = 0;          // checkpoints written to the state store
+  std::uint64_t checkpoint_bytes = 0;     // their WriteBatch sizes, summed
+  double last_checkpoint_seconds = 0;     // how long the last one took to write (synced)
+  std::uint64_t checkpoint_failures = 0;  // writes the store refused (full disk, I/O error): offset not committed
+  bool restored = false;                  // the current (or last) assignment started from a checkpoint
+  std::uint64_t reconciled = 0;           // events decided but not produced: the output already held them
+  std::uint64_t state_corruptions = 0;    // stored state found corrupt and dropped (filter started empty)
 };
 
 inline constexpr std::uint64_t kFprProbesPerSnapshot = 1000;

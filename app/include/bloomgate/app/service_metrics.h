@@ -16,6 +16,10 @@
 //   bloomgate_partition_next_offset{pipeline,topic,partition}, bloomgate_consumer_lag_records{...}
 //   bloomgate_filter_fpr_probes_total / _fpr_probe_hits_total / bloomgate_filter_observed_fpr: the
 //     measured false-positive rate (service.h, PartitionReport), to set against the estimate
+//   durable state (docs/state.md), per partition: bloomgate_checkpoints_total, bloomgate_checkpoint_bytes_total,
+//     bloomgate_checkpoint_duration_seconds (gauge: the last checkpoint), bloomgate_checkpoint_failures_total,
+//     bloomgate_restored_partitions (1 when the assignment started from a checkpoint),
+//     bloomgate_reconciled_events_total, bloomgate_state_corruptions_total
 //   bloomgate_event_processing_seconds (histogram, one event in 64 timed)
 //   bloomgate_producer_queue_records, bloomgate_offset_commits_total, bloomgate_running
 //

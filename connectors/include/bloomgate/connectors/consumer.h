@@ -73,6 +73,12 @@ class Consumer {
   // Replaces the subscription. Joining the group happens in later poll() calls.
   [[nodiscard]] KafkaError subscribe(const std::vector<std::string>& topics);
 
+  // Reads exactly these partitions from their `offset`s (kNoOffset: the committed offset, else
+  // auto.offset.reset), without subscribing or joining the group: for bounded readers such as the
+  // service's output reconciliation. Replaces the previous manual assignment (an empty list clears it).
+  // Not for a consumer that subscribed: its group assigns its partitions.
+  [[nodiscard]] KafkaError assign(const TopicPartitions& partitions);
+
   // The next message, or nothing when the timeout passed first. Also serves rebalances, errors and
   // commit results. A returned message may carry an error instead of data (message.h).
   [[nodiscard]] std::optional<ConsumedMessage> poll(std::chrono::milliseconds timeout);
