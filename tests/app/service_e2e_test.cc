@@ -599,16 +599,7 @@ TEST(ServiceEndToEnd, GracefulStopUnderLoadCommitsExactlyWhatItWroteAndARestartR
 // ---- the real binary ---------------------------------------------------------------------------------------
 
 std::string run_config_yaml(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
-  std::string yaml = "kafka:\n  brokers: " + brokers + "\n  group_id: " + group_id + "\n  properties:\n";
-  for (const auto& [name, value] : fast_client_properties()) yaml += "    " + name + ": \"" + value + "\"\n";
-  return yaml + "state:\n  dir: " + state_dir + R"(
-  checkpoint_interval: 200ms
-metrics:
-  listen: 127.0.0.1:0
-shutdown:
-  grace_period: 5s
-pipelines:
-  - name: unique
+  return run_config_head(brokers, group_id, state_dir) + R"(  - name: unique
     input: [stream]
     output: stream-unique
     key: { from: message_key }

@@ -147,16 +147,7 @@ constexpr int kKills = 5;
 constexpr double kKillEventsPerSecond = 2'400;
 
 std::string durable_yaml(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
-  std::string yaml = "kafka:\n  brokers: " + brokers + "\n  group_id: " + group_id + "\n  properties:\n";
-  for (const auto& [name, value] : fast_client_properties()) yaml += "    " + name + ": \"" + value + "\"\n";
-  return yaml + "state:\n  dir: " + state_dir + R"(
-  checkpoint_interval: 200ms
-metrics:
-  listen: 127.0.0.1:0
-shutdown:
-  grace_period: 5s
-pipelines:
-  - name: orders
+  return run_config_head(brokers, group_id, state_dir) + R"(  - name: orders
     input: [orders]
     output: orders-unique
     key: { from: message_key }

@@ -490,6 +490,21 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The YAML of a `bloomgate run` config up to `pipelines:` (test brokers, fast client settings, short
+// checkpoint interval and grace period, any free metrics port); callers append their pipelines.
+inline std::string run_config_head(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
+  std::string yaml = "kafka:\n  brokers: " + brokers + "\n  group_id: " + group_id + "\n  properties:\n";
+  for (const auto& [name, value] : fast_client_properties()) yaml += "    " + name + ": \"" + value + "\"\n";
+  return yaml + "state:\n  dir: " + state_dir + R"(
+  checkpoint_interval: 200ms
+metrics:
+  listen: 127.0.0.1:0
+shutdown:
+  grace_period: 5s
+pipelines:
+)";
+}
+
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream text;
