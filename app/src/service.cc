@@ -374,9 +374,7 @@ class Service::Impl {
     const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
     const auto started = timed ? Clock::now() : Clock::time_point{};
     const std::vector<connectors::HeaderView> original = message.headers();
-    event_headers_.clear();
-    for (const auto& header : original) event_headers_.push_back({header.name, header.value});
-    const EventView event{message.key(), message.value().value_or(std::string_view{}), event_headers_};
+    const EventView event{message.key(), message.value().value_or(std::string_view{}), original};
     const Verdict verdict = worker->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
     PartitionReport& report = *worker->report;
     if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
@@ -978,7 +976,6 @@ class Service::Impl {
   const rd_kafka_topic_t* cached_topic_ = nullptr;
   std::int32_t cached_partition_ = -1;
 
-  std::vector<EventHeader> event_headers_;
   OutputHeaders output_headers_;
   std::uint64_t consumed_since_producer_poll_ = 0;
   std::uint64_t events_since_timing_ = 0;

@@ -47,14 +47,12 @@
 #include <variant>
 
 #include "bloomgate/config/config.h"
+#include "bloomgate/connectors/header_view.h"
 
 namespace bloomgate::app {
 
-// One Kafka header. A header's value may be null, which Kafka tells apart from an empty value.
-struct EventHeader {
-  std::string_view name;
-  std::optional<std::string_view> value;
-};
+// One Kafka header, as the consumer hands it out: a value may be null, which Kafka tells apart from empty.
+using EventHeader = connectors::HeaderView;
 
 // The parts of a consumed record that keying needs; views into the record, owned by the caller.
 struct EventView {

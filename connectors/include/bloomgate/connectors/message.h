@@ -12,6 +12,7 @@
 #pragma once
 
 #include "bloomgate/connectors/handles.h"
+#include "bloomgate/connectors/header_view.h"
 #include "bloomgate/connectors/kafka_error.h"
 
 #include <cstdint>
@@ -20,12 +21,6 @@
 #include <vector>
 
 namespace bloomgate::connectors {
-
-// A header as Kafka stores it: a name and a value that may be null (absent) rather than empty.
-struct HeaderView {
-  std::string_view name;
-  std::optional<std::string_view> value;
-};
 
 enum class TimestampType { kNotAvailable, kCreateTime, kLogAppendTime };
 
