@@ -47,6 +47,7 @@
 #include "bloomgate/app/logging.h"
 #include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/temporary_directory.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/embedded_broker.h"
@@ -829,14 +830,8 @@ int run(const Options& options) {
   const std::string plugin_path = progress::library_path();
   if (plugin_path.empty()) throw std::runtime_error("cannot find the progress plugin's file");
   // The service's state directories (one per round) live in a temporary directory removed at exit.
-  std::string state_template = (std::filesystem::temp_directory_path() / "service_bench-XXXXXX").string();
-  if (mkdtemp(state_template.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory");
-  const std::unique_ptr<const std::string, void (*)(const std::string*)> remove_state(
-      &state_template, [](const std::string* path) {
-        std::error_code ignored;
-        std::filesystem::remove_all(*path, ignored);
-      });
-  const Setup setup{options, workload, broker, app::kafka_log_hooks(), properties, plugin_path, state_template};
+  const app::TemporaryDirectory state_root("service_bench");
+  const Setup setup{options, workload, broker, app::kafka_log_hooks(), properties, plugin_path, state_root.path()};
 
   std::fprintf(stderr, "service_bench: pre-producing to %s (%d partitions, fullest %.2f MiB) ...\n", kInputTopic,
                options.partitions, workload.max_partition_bytes / (1 << 20));

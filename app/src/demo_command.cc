@@ -23,6 +23,7 @@
 #include "bloomgate/app/service.h"
 #include "bloomgate/app/service_metrics.h"
 #include "bloomgate/app/stop_signals.h"
+#include "bloomgate/app/temporary_directory.h"
 #include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/producer.h"
 
@@ -38,26 +39,6 @@ constexpr const char* kSequenceHeader = "demo.seq";
 constexpr std::chrono::seconds kReadBackIdleLimit{20};
 constexpr int kExitInterrupted = 130;  // the shell's convention for a run ended by SIGINT
 
-// The demo's state directory: a fresh temporary one, removed at the end. The embedded broker starts
-// empty every run, so there is no state worth keeping, and two demos at once must not share one.
-class TemporaryStateDir {
- public:
-  TemporaryStateDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "bloomgate-demo-state-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary state directory");
-    path_ = pattern;
-  }
-  ~TemporaryStateDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TemporaryStateDir(const TemporaryStateDir&) = delete;
-  TemporaryStateDir& operator=(const TemporaryStateDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // What the exact answer said about one produced event.
 struct ExpectedEvent {
@@ -350,7 +331,9 @@ int run_demo_command(const DemoOptions& options, std::ostream& out) {
   try {
     configure_logging(options.log_level);
     config::Config config = demo_config(options);
-    const TemporaryStateDir state_dir;
+    // A fresh state directory, removed at the end: the embedded broker starts empty every run, so there
+    // is no state worth keeping, and two demos at once must not share one.
+    const TemporaryDirectory state_dir("bloomgate-demo-state");
     config.state.dir = state_dir.path();
     const auto slack = fade_out_slack(config.pipelines.front());
     const connectors::ClientHooks hooks = kafka_log_hooks();

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/temporary_directory.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/consumer.h"
@@ -90,26 +91,14 @@ class TestDirectories {
     static TestDirectories directories;
     return directories;
   }
-  ~TestDirectories() {
-    std::error_code ignored;
-    std::filesystem::remove_all(root_, ignored);
-  }
-  TestDirectories(const TestDirectories&) = delete;
-  TestDirectories& operator=(const TestDirectories&) = delete;
 
   // A path inside the root that does not exist yet ("<name>-<n>").
-  std::string fresh(const std::string& name) {
-    return (root_ / (name + "-" + std::to_string(next_.fetch_add(1)))).string();
-  }
+  std::string fresh(const std::string& name) { return root_.path(name + "-" + std::to_string(next_.fetch_add(1))); }
 
  private:
-  TestDirectories() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "bloomgate-test-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    root_ = pattern;
-  }
+  TestDirectories() : root_("bloomgate-test") {}
 
-  std::filesystem::path root_;
+  app::TemporaryDirectory root_;
   std::atomic<int> next_{0};
 };
 
@@ -463,31 +452,17 @@ inline std::string describe(const std::optional<RunResult>& result) {
 
 // ---- the real binary ------------------------------------------------------------------------------
 
-// A temporary directory, removed with everything in it.
-class TempDir {
+// A temporary directory for one test's files, removed with everything in it.
+class TempDir : public app::TemporaryDirectory {
  public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "bloomgate-e2e-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
+  TempDir() : TemporaryDirectory("bloomgate-e2e") {}
 
-  std::string path(const std::string& name) const { return (path_ / name).string(); }
-
+  // Writes `text` to a file inside it and returns the file's path.
   std::string file(const std::string& name, const std::string& text = {}) const {
-    const std::string path = (path_ / name).string();
-    std::ofstream(path) << text;
-    return path;
+    const std::string file_path = path(name);
+    std::ofstream(file_path) << text;
+    return file_path;
   }
-
- private:
-  std::filesystem::path path_;
 };
 
 // The YAML of a `bloomgate run` config up to `pipelines:` (test brokers, fast client settings, short
