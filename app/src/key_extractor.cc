@@ -138,12 +138,12 @@ ExtractionResult KeyExtractor::json_key(std::string_view value) {
   }
   switch (field.type()) {
     case simdjson::dom::element_type::STRING: {
-      // The unescaped bytes live in the parser, which the next event overwrites: copy them out.
+      // The unescaped bytes live in the parser until the next extract(): a view, not a copy per event.
       std::string_view text;
       if (const auto error = field.get_string().get(text)) {  // cannot fail for a STRING element
         return Rejection{RejectionReason::kMalformedJson, simdjson::error_message(error)};
       }
-      return ExtractedKey::owning(std::string(text));
+      return ExtractedKey::viewing(text);
     }
     case simdjson::dom::element_type::INT64:
     case simdjson::dom::element_type::UINT64:

@@ -1,53 +1,61 @@
-// The headers of a record the service writes: the consumed record's own headers, then the source
-// headers, then (dead letters only) the reason headers. Views into the consumed message and into this
-// object's buffers: build, produce, then reuse for the next record.
+// The headers of a record the service writes: the consumed record's own headers (detached from it, not
+// copied), then the source headers, then (dead letters only) the reason headers.
 #pragma once
 
 #include <charconv>
 #include <cstdint>
-#include <span>
 #include <string_view>
-#include <vector>
 
 #include "bloomgate/app/key_extractor.h"
 #include "bloomgate/app/service.h"
+#include "bloomgate/connectors/handles.h"
 #include "bloomgate/connectors/message.h"
 
 namespace bloomgate::app {
 
 class OutputHeaders {
  public:
-  // The consumed record's headers, plus where it came from.
-  std::span<const connectors::HeaderView> with_source(const connectors::ConsumedMessage& message,
-                                                      std::span<const connectors::HeaderView> original) {
-    headers_.assign(original.begin(), original.end());
-    headers_.push_back({headers::kSourceTopic, message.topic()});
-    headers_.push_back({headers::kSourcePartition, decimal(partition_text_, message.partition())});
-    headers_.push_back({headers::kSourceOffset, decimal(offset_text_, message.offset())});
-    return headers_;
+  // The consumed record's headers, plus where it came from. Takes the headers out of `message`.
+  static connectors::HeadersHandle with_source(connectors::ConsumedMessage& message) {
+    connectors::HeadersHandle headers = message.detach_headers(kSourceHeaders);
+    add_source(headers.get(), message);
+    return headers;
   }
 
   // with_source(), plus why the event could not be keyed.
-  std::span<const connectors::HeaderView> with_rejection(const connectors::ConsumedMessage& message,
-                                                         std::span<const connectors::HeaderView> original,
-                                                         std::string_view pipeline, const Rejection& rejection) {
-    with_source(message, original);
-    headers_.push_back({headers::kPipeline, pipeline});
-    headers_.push_back({headers::kReason, reason_name(rejection.reason)});
-    headers_.push_back({headers::kError, rejection.message});
-    return headers_;
+  static connectors::HeadersHandle with_rejection(connectors::ConsumedMessage& message, std::string_view pipeline,
+                                                  const Rejection& rejection) {
+    connectors::HeadersHandle headers = message.detach_headers(kSourceHeaders + kRejectionHeaders);
+    add_source(headers.get(), message);
+    add(headers.get(), headers::kPipeline, pipeline);
+    add(headers.get(), headers::kReason, reason_name(rejection.reason));
+    add(headers.get(), headers::kError, rejection.message);
+    return headers;
   }
 
  private:
+  static constexpr std::size_t kSourceHeaders = 3;
+  static constexpr std::size_t kRejectionHeaders = 3;
+
+  static void add_source(rd_kafka_headers_t* headers, const connectors::ConsumedMessage& message) {
+    char partition_text[24];
+    char offset_text[24];
+    add(headers, headers::kSourceTopic, message.topic());
+    add(headers, headers::kSourcePartition, decimal(partition_text, message.partition()));
+    add(headers, headers::kSourceOffset, decimal(offset_text, message.offset()));
+  }
+
+  static void add(rd_kafka_headers_t* headers, std::string_view name, std::string_view value) {
+    // An empty view may have no data pointer, which librdkafka would store as a null value.
+    rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.empty() ? "" : value.data(),
+                        static_cast<ssize_t>(value.size()));
+  }
+
   template <std::size_t N>
   static std::string_view decimal(char (&buffer)[N], std::int64_t number) {
     const auto result = std::to_chars(buffer, buffer + N, number);
     return {buffer, static_cast<std::size_t>(result.ptr - buffer)};
   }
-
-  std::vector<connectors::HeaderView> headers_;
-  char partition_text_[24]{};
-  char offset_text_[24]{};
 };
 
 }  // namespace bloomgate::app

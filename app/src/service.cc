@@ -19,6 +19,7 @@
 #include "bloomgate/connectors/producer.h"
 #include "bloomgate/connectors/state_store.h"
 #include "bloomgate/filters/format.h"
+#include "input_rebuilder.h"
 #include "output_reconciler.h"
 #include "output_record.h"
 
@@ -41,6 +42,10 @@ constexpr std::chrono::milliseconds kCheckpointFlushTimeout{30'000};
 constexpr std::chrono::milliseconds kReconcileIdleTimeout{30'000};
 constexpr std::uint64_t kProducerPollEvery = 1024;  // serve delivery reports without a call per event
 constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histogram samples 1 event in 64
+// Events between two reads of the clock for the checkpoint and snapshot timers under load (an idle poll
+// always checks them): at 10^6 events/s, every 64 us.
+constexpr std::uint32_t kTimerCheckEvery = 64;
+constexpr std::chrono::seconds kRetentionAnswerWait{30};  // how long the loop looks for the retention answer
 
 filters::TimePoint wall_clock_now() {
   return std::chrono::time_point_cast<filters::Duration>(std::chrono::system_clock::now());
@@ -195,6 +200,7 @@ class Service::Impl {
     const connectors::KafkaConfig kafka = client_config(ClientRole::kOther);
     admin_ = std::make_unique<connectors::Admin>(kafka, options_.hooks);
     for (const PartitionKey& key : check_topics()) report_for(key);
+    ask_retention();
     if (state_quarantined_) {
       for (const auto& [key, report] : reports_) lost_with_quarantine_.insert(key);
     }
@@ -211,6 +217,44 @@ class Service::Impl {
     running_ = true;
     spdlog::info("consuming {} input topic(s) of {} pipeline(s) as group {}", topics.size(), config_.pipelines.size(),
                  config_.kafka.group_id);
+  }
+
+  // The input topic is the filter's changelog: a rebuild needs one TTL of it. Said at start-up, since a
+  // rebuild is exactly when it is too late to find out. Asked without waiting (the embedded broker never
+  // answers); the loop looks for the answer until kRetentionAnswerWait has passed.
+  void ask_retention() {
+    std::vector<std::string> topics;
+    for (const auto& [topic, pipeline] : pipeline_of_topic_) topics.push_back(topic);
+    retention_query_.emplace(admin_->ask_retention(topics));
+    retention_deadline_ = Clock::now() + kRetentionAnswerWait;
+  }
+
+  void check_retention(Clock::time_point now) {
+    if (!retention_query_) return;
+    auto answer = retention_query_->poll();
+    if (!answer) {
+      if (now < retention_deadline_) return;
+      spdlog::info("the input topics' retention could not be checked against the TTL: no answer to DescribeConfigs");
+      retention_query_.reset();
+      return;
+    }
+    retention_query_.reset();
+    if (!answer->ok()) {
+      spdlog::info("the input topics' retention could not be checked against the TTL ({})", answer->error().message());
+      return;
+    }
+    for (const auto& [topic, retention_ms] : answer->value()) warn_if_short(topic, retention_ms);
+  }
+
+  void warn_if_short(const std::string& topic, std::int64_t retention_ms) const {
+    const auto pipeline = pipeline_of_topic_.find(topic);
+    if (pipeline == pipeline_of_topic_.end()) return;
+    const auto ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(pipeline->second->ttl).count();
+    if (retention_ms < 0 || retention_ms >= ttl_ms) return;
+    spdlog::warn("input topic {} keeps records for {} ms (retention.ms), less than pipeline {}'s TTL of {} ms: a "
+                 "partition whose state is lost cannot be fully rebuilt from its input, and repeats of keys older than "
+                 "the retention would be forwarded again",
+                 topic, retention_ms, pipeline->second->name, ttl_ms);
   }
 
   // ---- the state store -----------------------------------------------------------------------------
@@ -261,9 +305,8 @@ class Service::Impl {
   void quarantine_and_reopen() {
     store_.reset();
     const std::string moved = StateStore::quarantine(config_.state.dir);
-    spdlog::error("state store: the damaged state directory was moved to {}; rebuilding the filters from the input "
-                  "history is not implemented yet, so the partitions whose state was there start with empty filters "
-                  "at their committed offsets (a duplicate within the TTL may be forwarded once)",
+    spdlog::error("state store: the damaged state directory was moved to {}; the partitions whose state was there "
+                  "rebuild their filters from the input history before their committed offsets",
                   moved);
     store_ = StateStore::open(config_.state.dir, store_options());
     state_quarantined_ = true;
@@ -338,6 +381,7 @@ class Service::Impl {
   void loop() {
     auto next_checkpoint = Clock::now() + config_.state.checkpoint_interval;
     auto next_snapshot = Clock::now();
+    std::uint32_t events_since_timer_check = 0;
     while (!failure_ && !stop_requested()) {
       if (auto message = consumer_->poll(kPollTimeout)) {
         handle(*message);
@@ -345,10 +389,15 @@ class Service::Impl {
           consumed_since_producer_poll_ = 0;
           producer_->poll(std::chrono::milliseconds(0));
         }
+        // Under load the timers are checked every kTimerCheckEvery events, not after each one: a clock
+        // read is a sizeable share of an event's cost, and the timers need no finer grain.
+        if (++events_since_timer_check < kTimerCheckEvery) continue;
       } else {
         producer_->poll(std::chrono::milliseconds(0));
       }
+      events_since_timer_check = 0;
       const auto now = Clock::now();
+      check_retention(now);
       if (now >= next_checkpoint) {
         checkpoint(all_workers(), CommitMode::kAsync, now + kCheckpointFlushTimeout);
         next_checkpoint = now + config_.state.checkpoint_interval;
@@ -362,7 +411,7 @@ class Service::Impl {
 
   bool stop_requested() const { return options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed); }
 
-  void handle(const ConsumedMessage& message) {
+  void handle(ConsumedMessage& message) {
     if (failure_) return;  // e.g. an assignment that failed inside this poll: produce nothing more
     if (KafkaError error = message.error(); !error.ok()) {
       if (error.is_fatal()) fail("consumer: " + error.message());
@@ -373,14 +422,16 @@ class Service::Impl {
     if (worker == nullptr) return;  // fetched just before its partition was revoked: the next owner has it
     const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
     const auto started = timed ? Clock::now() : Clock::time_point{};
-    const std::vector<connectors::HeaderView> original = message.headers();
+    // Only a key taken from a header needs the headers as views; the output detaches them instead.
+    const std::vector<connectors::HeaderView> original =
+        worker->pipeline->key.from == config::KeySource::kHeader ? message.headers() : std::vector<connectors::HeaderView>{};
     const EventView event{message.key(), message.value().value_or(std::string_view{}), original};
     const Verdict verdict = worker->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
     PartitionReport& report = *worker->report;
     if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
       ++report.reconciled;  // decided (its key is in the filter) but forwarded before the restart: not again
     } else {
-      if (!deliver(*worker, message, verdict, original)) return;
+      if (!deliver(*worker, message, verdict)) return;
       switch (verdict.outcome) {
         case Outcome::kForward: ++report.counters.forwarded; break;
         case Outcome::kDuplicate: ++report.counters.duplicates; break;
@@ -407,19 +458,18 @@ class Service::Impl {
   }
 
   // Produces what the verdict says; false when the service must stop with this event not processed.
-  bool deliver(const PartitionWorker& worker, const ConsumedMessage& message, const Verdict& verdict,
-               std::span<const connectors::HeaderView> original) {
+  bool deliver(const PartitionWorker& worker, ConsumedMessage& message, const Verdict& verdict) {
     const config::PipelineSettings& pipeline = *worker.pipeline;
     switch (verdict.outcome) {
       case Outcome::kForward: {
         const bool same_partition = pipeline.output_partitioning == config::OutputPartitioning::kSameAsInput;
         return produce(pipeline.output, message, same_partition ? message.partition() : connectors::kAnyPartition,
-                       output_headers_.with_source(message, original));
+                       OutputHeaders::with_source(message));
       }
       case Outcome::kDuplicate:
         if (pipeline.duplicates.empty()) return true;
         return produce(pipeline.duplicates, message, connectors::kAnyPartition,
-                       output_headers_.with_source(message, original));
+                       OutputHeaders::with_source(message));
       case Outcome::kDeadLetter:
         if (pipeline.dead_letter.empty()) {
           // The events before this one are processed: flush their records and commit up to (not past)
@@ -435,20 +485,19 @@ class Service::Impl {
           return false;
         }
         return produce(pipeline.dead_letter, message, connectors::kAnyPartition,
-                       output_headers_.with_rejection(message, original, pipeline.name, *verdict.rejection));
+                       OutputHeaders::with_rejection(message, pipeline.name, *verdict.rejection));
     }
     return false;
   }
 
   bool produce(const std::string& topic, const ConsumedMessage& message, std::int32_t partition,
-               std::span<const connectors::HeaderView> record_headers) {
+               connectors::HeadersHandle record_headers) {
     connectors::OutgoingMessage out;
     out.partition = partition;
     out.key = message.key();
     out.value = message.value();
-    out.headers = record_headers;
     out.timestamp_ms = message.timestamp_ms().value_or(0);
-    if (KafkaError error = producer_->produce(topic, out); !error.ok()) {
+    if (KafkaError error = producer_->produce(topic, out, std::move(record_headers)); !error.ok()) {
       fail("producing to " + topic + " failed: " + error.message());
       return false;
     }
@@ -494,10 +543,14 @@ class Service::Impl {
 
   // ---- rebalancing ----------------------------------------------------------------------------------
 
-  // Restores each partition from its checkpoint (or starts it empty at the committed offset), then
-  // reconciles against the output tail, all before the first event of the partition is fetched.
+  // Restores each partition from its checkpoint (or rebuilds it from the input history), then reconciles
+  // against the output tail, all before the first event of the partition is fetched. Not ready meanwhile:
+  // /readyz says 503 from the start of the assignment until its last partition is restored.
   void assign(TopicPartitions& partitions) {
     spdlog::info("assigned {} partition(s): {}", partitions.size(), describe(partitions));
+    restoring_ = true;
+    publish_snapshot();
+    if (options_.on_restore) options_.on_restore();
     try {
       if (!failure_) assign_partitions(partitions);
     } catch (const std::exception& e) {
@@ -506,6 +559,8 @@ class Service::Impl {
     }
     invalidate_worker_cache();
     joined_ = true;
+    restoring_ = false;
+    publish_snapshot();
   }
 
   void assign_partitions(TopicPartitions& partitions) {
@@ -544,6 +599,9 @@ class Service::Impl {
         worker.next_offset = starts[i].offset;
         worker.report->next_offset = starts[i].offset;
       }
+      // Events before the committed offset were processed by someone, whose filter is not here: rebuild
+      // it from the input history, so that repeats of those keys within the TTL are still dropped.
+      if (starts[i].committed && starts[i].offset > 0) rebuild(worker);
       if (worker.output_partition < 0) continue;
       const bool reconcile_from_metadata = starts[i].output_offset.has_value() && starts[i].offset >= 0;
       requests.push_back({fresh[i]->topic, fresh[i]->partition, worker.pipeline->output, worker.output_partition,
@@ -562,6 +620,7 @@ class Service::Impl {
 
   struct StartPoint {
     std::int64_t offset = connectors::kNoOffset;  // unknown: librdkafka decides
+    bool committed = false;                       // the offset is the group's committed one
     std::optional<std::int64_t> output_offset;    // from the commit metadata
   };
 
@@ -586,6 +645,7 @@ class Service::Impl {
       for (std::size_t i = 0; i < partitions.size(); ++i) {
         if (*partitions[i] != answer) continue;
         points[i].offset = answer.offset;
+        points[i].committed = true;
         const auto output_offset = parse_output_offset(answer.metadata);
         if (output_offset && *output_offset >= 0) points[i].output_offset = output_offset;
       }
@@ -612,6 +672,7 @@ class Service::Impl {
   std::optional<connectors::PartitionCheckpoint> restore(const PartitionKey& key, const config::PipelineSettings& pipeline,
                                                          PartitionReport& report) {
     const PartitionId id{key.first, key.second};
+    const auto started = Clock::now();
     std::optional<connectors::StoredPartition> stored;
     std::unique_ptr<filters::Filter> filter;
     try {
@@ -666,6 +727,7 @@ class Service::Impl {
     }
     refresh_filter_stats(*worker, wall_clock_now());
     workers_[key] = std::move(worker);
+    report.last_restore_seconds = std::chrono::duration<double>(Clock::now() - started).count();
     if (!stored) return std::nullopt;
     return stored->checkpoint;
   }
@@ -688,9 +750,8 @@ class Service::Impl {
 
   void state_corrupt(PartitionReport& report, const std::string& why) {
     ++report.state_corruptions;
-    spdlog::error("{}/{}: the stored state is corrupt ({}); starting with an empty filter at the committed offset. "
-                  "Rebuilding the filter from the input history is not implemented yet: keys seen before are "
-                  "forgotten, so a duplicate within the TTL may be forwarded once",
+    spdlog::error("{}/{}: the stored state is corrupt ({}); its filter is rebuilt from the input history before the "
+                  "committed offset",
                   report.topic, report.partition, why);
   }
 
@@ -701,6 +762,56 @@ class Service::Impl {
       // The worker's next checkpoint writes its whole filter over whatever is left.
       spdlog::error("{}: dropping the stored state failed: {}", connectors::to_string(id), e.what());
     }
+  }
+
+  // Step 3 of the invariant (input_rebuilder.h): fills a fresh worker's filter from the input history
+  // before its committed offset, producing nothing. A read that fails leaves what was inserted (a
+  // partial window still drops more repeats than none) and is logged; consumption goes on.
+  void rebuild(PartitionWorker& worker) {
+    PartitionReport& report = *worker.report;
+    RebuildRequest request{worker.id.topic, worker.id.partition, worker.next_offset,
+                           std::chrono::duration_cast<std::chrono::milliseconds>(worker.pipeline->ttl)};
+    RebuildOptions options;
+    options.config = client_config(ClientRole::kOther);
+    options.hooks = options_.hooks;
+    options.group_id = config_.kafka.group_id + ".rebuilder";
+    options.idle_timeout = kReconcileIdleTimeout;
+    options.request_timeout = kMetadataTimeout;
+    report.rebuilding = true;
+    spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms)",
+                 connectors::to_string(worker.id), worker.next_offset, request.ttl.count());
+    const auto insert = [&](connectors::ConsumedMessage& message) {
+      const std::vector<connectors::HeaderView> headers =
+          worker.pipeline->key.from == config::KeySource::kHeader ? message.headers() : std::vector<connectors::HeaderView>{};
+      const EventView event{message.key(), message.value().value_or(std::string_view{}), headers};
+      (void)worker.deduplicator.decide(event, message.timestamp_ms().value_or(-1));
+      ++report.rebuild_events;
+    };
+    const auto progress = [&](std::uint64_t read, std::uint64_t total) {
+      report.rebuild_progress = total == 0 ? 1.0 : static_cast<double>(read) / static_cast<double>(total);
+      spdlog::info("{}: rebuilding, {} of {} input records read", connectors::to_string(worker.id), read, total);
+      publish_snapshot();  // the assignment blocks the loop: keep /metrics and /readyz current meanwhile
+    };
+    try {
+      const RebuildResult result = rebuild_from_input(request, *admin_, options, insert, progress);
+      report.rebuild_progress = 1.0;
+      report.last_rebuild_seconds = result.seconds;
+      ++report.rebuilds;
+      if (result.history_truncated) {
+        spdlog::warn("{}: the input no longer holds the whole TTL before offset {} (retention shorter than the TTL?): "
+                     "keys of the deleted part are not in the rebuilt filter",
+                     connectors::to_string(worker.id), worker.next_offset);
+      }
+      spdlog::info("{}: rebuilt from input offsets {} to {} in {:.3f} s: {} key(s) inserted, {} record(s) older than "
+                   "the TTL skipped",
+                   connectors::to_string(worker.id), result.from_offset, worker.next_offset - 1, result.seconds,
+                   result.inserted, result.skipped);
+    } catch (const std::exception& e) {
+      spdlog::error("{}: rebuilding from the input failed ({}); the filter holds only what was read before that",
+                    connectors::to_string(worker.id), e.what());
+    }
+    report.rebuilding = false;
+    worker.full_image_next = true;
   }
 
   // Reads the output tails (output_reconciler.h) and hands each worker the input offsets already
@@ -949,7 +1060,7 @@ class Service::Impl {
     snapshot.commits = commits_;
     snapshot.processing_latency = processing_latency_;
     snapshot.producer_queue = producer_ ? producer_->outq_len() : 0;
-    snapshot.running = running_ && joined_;
+    snapshot.running = running_ && joined_ && !restoring_;
     {
       std::lock_guard lock(snapshot_mutex_);
       published_ = snapshot;
@@ -976,13 +1087,15 @@ class Service::Impl {
   const rd_kafka_topic_t* cached_topic_ = nullptr;
   std::int32_t cached_partition_ = -1;
 
-  OutputHeaders output_headers_;
   std::uint64_t consumed_since_producer_poll_ = 0;
   std::uint64_t events_since_timing_ = 0;
   LatencyHistogram processing_latency_;
   std::uint64_t commits_ = 0;
   bool running_ = false;
-  bool joined_ = false;  // the group has given this member its first assignment (possibly empty)
+  bool joined_ = false;
+  bool restoring_ = false;
+  std::optional<connectors::RetentionQuery> retention_query_;  // until answered or given up
+  Clock::time_point retention_deadline_;  // inside an assignment: restoring, rebuilding, reconciling  // the group has given this member its first assignment (possibly empty)
   std::optional<Clock::time_point> stop_deadline_;
   std::optional<std::string> failure_;
 

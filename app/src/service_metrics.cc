@@ -75,6 +75,19 @@ struct ServiceMetrics::Families {
                        .Help("Replayed events not produced again: the output already held them (restore)").Register(r)),
         state_corruptions(prometheus::BuildCounter().Name("bloomgate_state_corruptions_total")
                               .Help("Times the partition's stored state was found corrupt and dropped").Register(r)),
+        restore_duration(prometheus::BuildGauge().Name("bloomgate_restore_duration_seconds")
+                             .Help("How long the partition's last restore (checkpoint read, filter built) took").Register(r)),
+        rebuilding(prometheus::BuildGauge().Name("bloomgate_rebuilding")
+                       .Help("1 while the partition's filter is being rebuilt from the input history").Register(r)),
+        rebuild_progress(prometheus::BuildGauge().Name("bloomgate_rebuild_progress_ratio")
+                             .Help("Share of the input records to read that the current (or last) rebuild has read")
+                             .Register(r)),
+        rebuilds(prometheus::BuildCounter().Name("bloomgate_rebuilds_total")
+                     .Help("Rebuilds of the partition's filter from the input history, finished").Register(r)),
+        rebuild_events(prometheus::BuildCounter().Name("bloomgate_rebuild_events_total")
+                           .Help("Input records inserted into the filter by rebuilds (nothing was produced)").Register(r)),
+        rebuild_duration(prometheus::BuildGauge().Name("bloomgate_rebuild_duration_seconds")
+                             .Help("How long the partition's last rebuild took").Register(r)),
         processing(prometheus::BuildHistogram().Name("bloomgate_event_processing_seconds")
                        .Help("Time to decide one event and hand it to the producer (1 event in 64 is timed)")
                        .Register(r)
@@ -113,6 +126,12 @@ struct ServiceMetrics::Families {
   prometheus::Family<Gauge>& restored;
   prometheus::Family<Counter>& reconciled;
   prometheus::Family<Counter>& state_corruptions;
+  prometheus::Family<Gauge>& restore_duration;
+  prometheus::Family<Gauge>& rebuilding;
+  prometheus::Family<Gauge>& rebuild_progress;
+  prometheus::Family<Counter>& rebuilds;
+  prometheus::Family<Counter>& rebuild_events;
+  prometheus::Family<Gauge>& rebuild_duration;
   prometheus::Histogram& processing;
   Gauge& producer_queue;
   Counter& commits;
@@ -145,7 +164,13 @@ struct ServiceMetrics::PartitionSeries {
         checkpoint_failures(f.checkpoint_failures.Add(labels)),
         restored(f.restored.Add(labels)),
         reconciled(f.reconciled.Add(labels)),
-        state_corruptions(f.state_corruptions.Add(labels)) {
+        state_corruptions(f.state_corruptions.Add(labels)),
+        restore_duration(f.restore_duration.Add(labels)),
+        rebuilding(f.rebuilding.Add(labels)),
+        rebuild_progress(f.rebuild_progress.Add(labels)),
+        rebuilds(f.rebuilds.Add(labels)),
+        rebuild_events(f.rebuild_events.Add(labels)),
+        rebuild_duration(f.rebuild_duration.Add(labels)) {
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) {
       const auto reason = reason_name(static_cast<RejectionReason>(i));
       by_reason[i] = &f.dead_letters.Add(with(labels, "reason", std::string(reason)));
@@ -185,6 +210,12 @@ struct ServiceMetrics::PartitionSeries {
     restored.Set(p.restored ? 1 : 0);
     advance(reconciled, p.reconciled);
     advance(state_corruptions, p.state_corruptions);
+    restore_duration.Set(p.last_restore_seconds);
+    rebuilding.Set(p.rebuilding ? 1 : 0);
+    rebuild_progress.Set(p.rebuild_progress);
+    advance(rebuilds, p.rebuilds);
+    advance(rebuild_events, p.rebuild_events);
+    rebuild_duration.Set(p.last_rebuild_seconds);
   }
 
   Counter& consumed;
@@ -213,6 +244,12 @@ struct ServiceMetrics::PartitionSeries {
   Gauge& restored;
   Counter& reconciled;
   Counter& state_corruptions;
+  Gauge& restore_duration;
+  Gauge& rebuilding;
+  Gauge& rebuild_progress;
+  Counter& rebuilds;
+  Counter& rebuild_events;
+  Gauge& rebuild_duration;
 };
 
 ServiceMetrics::ServiceMetrics(prometheus::Registry& registry, const config::Config& config)

@@ -3,6 +3,9 @@
 
 #include "client.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace bloomgate::connectors {
 
 using detail::to_timeout_ms;
@@ -47,6 +50,79 @@ KafkaResult<Watermarks> Admin::watermarks(const std::string& topic, std::int32_t
     return KafkaError(code, "watermarks of " + topic + "[" + std::to_string(partition) + "]");
   }
   return marks;
+}
+
+KafkaResult<std::int64_t> Admin::offset_for_time(const std::string& topic, std::int32_t partition,
+                                                 std::int64_t timestamp_ms, std::chrono::milliseconds timeout) const {
+  const PartitionListHandle list(rd_kafka_topic_partition_list_new(1));
+  // The query's "offset" field carries the timestamp; the answer replaces it with the offset.
+  rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition)->offset = timestamp_ms;
+  const std::string what = "the offset of time " + std::to_string(timestamp_ms) + " in " + topic + "[" +
+                           std::to_string(partition) + "]";
+  const rd_kafka_resp_err_t code = rd_kafka_offsets_for_times(handle_.get(), list.get(), to_timeout_ms(timeout));
+  if (code != RD_KAFKA_RESP_ERR_NO_ERROR) return KafkaError(code, what);
+  const rd_kafka_topic_partition_t& answer = list->elems[0];
+  if (answer.err != RD_KAFKA_RESP_ERR_NO_ERROR) return KafkaError(answer.err, what);
+  if (answer.offset >= 0) return answer.offset;
+  // -1: no record at or after that time: everything before the end is older.
+  const auto marks = watermarks(topic, partition, timeout);
+  if (!marks.ok()) return marks.error();
+  return marks.value().high;
+}
+
+namespace {
+
+// retention.ms of one described topic.
+KafkaResult<std::int64_t> retention_of(const rd_kafka_ConfigResource_t* resource) {
+  const std::string what = std::string("retention.ms of ") + rd_kafka_ConfigResource_name(resource);
+  if (const auto code = rd_kafka_ConfigResource_error(resource); code != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return KafkaError(code, what);
+  }
+  std::size_t entries = 0;
+  const rd_kafka_ConfigEntry_t** configs = rd_kafka_ConfigResource_configs(resource, &entries);
+  for (std::size_t i = 0; i < entries; ++i) {
+    if (std::strcmp(rd_kafka_ConfigEntry_name(configs[i]), "retention.ms") != 0) continue;
+    const char* value = rd_kafka_ConfigEntry_value(configs[i]);
+    if (value == nullptr) break;
+    return static_cast<std::int64_t>(std::strtoll(value, nullptr, 10));
+  }
+  return KafkaError(RD_KAFKA_RESP_ERR__NOENT, what + ": not in the answer");
+}
+
+}  // namespace
+
+RetentionQuery Admin::ask_retention(const std::vector<std::string>& topics) const {
+  QueueHandle queue(rd_kafka_queue_new(handle_.get()));
+  std::vector<ConfigResourceHandle> owned;
+  std::vector<rd_kafka_ConfigResource_t*> resources;
+  for (const std::string& topic : topics) {
+    owned.emplace_back(rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str()));
+    resources.push_back(owned.back().get());
+  }
+  // librdkafka copies the resources into the request.
+  rd_kafka_DescribeConfigs(handle_.get(), resources.data(), resources.size(), nullptr, queue.get());
+  return RetentionQuery(std::move(queue));
+}
+
+std::optional<KafkaResult<std::map<std::string, std::int64_t>>> RetentionQuery::poll() {
+  if (!queue_) return std::nullopt;
+  const EventHandle event(rd_kafka_queue_poll(queue_.get(), 0));
+  if (!event) return std::nullopt;
+  queue_.reset();
+  if (const auto code = rd_kafka_event_error(event.get()); code != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return KafkaError(code, std::string("DescribeConfigs: ") + rd_kafka_event_error_string(event.get()));
+  }
+  const rd_kafka_DescribeConfigs_result_t* result = rd_kafka_event_DescribeConfigs_result(event.get());
+  if (result == nullptr) return KafkaError(RD_KAFKA_RESP_ERR__BAD_MSG, "DescribeConfigs: an unexpected answer");
+  std::size_t count = 0;
+  const rd_kafka_ConfigResource_t** resources = rd_kafka_DescribeConfigs_result_resources(result, &count);
+  std::map<std::string, std::int64_t> retention;
+  for (std::size_t i = 0; i < count; ++i) {
+    KafkaResult<std::int64_t> value = retention_of(resources[i]);
+    if (!value.ok()) return value.error();
+    retention[rd_kafka_ConfigResource_name(resources[i])] = value.value();
+  }
+  return retention;
 }
 
 }  // namespace bloomgate::connectors

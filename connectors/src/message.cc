@@ -64,6 +64,14 @@ rd_kafka_headers_t* ConsumedMessage::native_headers() const noexcept {
   return headers;
 }
 
+HeadersHandle ConsumedMessage::detach_headers(std::size_t reserve) {
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_detach_headers(message_.get(), &headers) == RD_KAFKA_RESP_ERR_NO_ERROR && headers != nullptr) {
+    return HeadersHandle(headers);
+  }
+  return HeadersHandle(rd_kafka_headers_new(reserve));
+}
+
 std::vector<HeaderView> ConsumedMessage::headers() const {
   std::vector<HeaderView> result;
   rd_kafka_headers_t* headers = native_headers();

@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 // polls for a whole second; a shorter slice returns sooner once space frees up).
 constexpr std::chrono::milliseconds kQueueFullPollSlice{100};
 
-// Builds the headers object for one produce attempt. librdkafka takes it only if the attempt succeeds.
+// A native copy of the given headers; librdkafka takes it when the produce succeeds.
 HeadersHandle make_headers(std::span<const HeaderView> headers) {
   HeadersHandle native(rd_kafka_headers_new(headers.size()));
   for (const HeaderView& header : headers) {
@@ -76,17 +76,24 @@ void Producer::Callbacks::delivered(const rd_kafka_message_t& message) noexcept 
 }
 
 KafkaError Producer::produce(const std::string& topic, const OutgoingMessage& message) {
+  return produce(topic, message, message.headers.empty() ? HeadersHandle() : make_headers(message.headers));
+}
+
+KafkaError Producer::produce(const std::string& topic, const OutgoingMessage& message, HeadersHandle headers) {
+  KafkaError error = produce_once(topic, message, headers);
+  if (error.code() != RD_KAFKA_RESP_ERR__QUEUE_FULL) return error;  // the common case reads no clock
   const Clock::time_point deadline = Clock::now() + queue_full_timeout_;
-  while (true) {
-    KafkaError error = produce_once(topic, message);
-    if (error.code() != RD_KAFKA_RESP_ERR__QUEUE_FULL || Clock::now() >= deadline) return error;
+  while (Clock::now() < deadline) {
     // The local queue is full (queue.buffering.max.messages/kbytes): serve delivery reports, which
     // frees space as the broker acknowledges, then try again.
     rd_kafka_poll(handle_.get(), to_timeout_ms(kQueueFullPollSlice));
+    error = produce_once(topic, message, headers);
+    if (error.code() != RD_KAFKA_RESP_ERR__QUEUE_FULL) return error;
   }
+  return error;
 }
 
-KafkaError Producer::produce_once(const std::string& topic, const OutgoingMessage& message) {
+KafkaError Producer::produce_once(const std::string& topic, const OutgoingMessage& message, HeadersHandle& headers) {
   std::array<rd_kafka_vu_t, 8> arguments{};
   std::size_t count = 0;
   arguments[count].vtype = RD_KAFKA_VTYPE_TOPIC;
@@ -101,9 +108,7 @@ KafkaError Producer::produce_once(const std::string& topic, const OutgoingMessag
   arguments[count++].u.i64 = message.timestamp_ms;
   arguments[count].vtype = RD_KAFKA_VTYPE_OPAQUE;
   arguments[count++].u.ptr = message.opaque;
-  HeadersHandle headers;
-  if (!message.headers.empty()) {
-    headers = make_headers(message.headers);
+  if (headers) {
     arguments[count].vtype = RD_KAFKA_VTYPE_HEADERS;
     arguments[count++].u.headers = headers.get();
   }

@@ -387,11 +387,15 @@ inline std::map<std::int32_t, std::int64_t> committed_offsets(const EmbeddedBrok
 // fails instead of hanging.
 class ServiceThread {
  public:
-  ServiceThread(config::Config config, const EmbeddedBroker& broker) : state_(std::make_shared<State>()) {
+  // `customize` may set further options (hooks) before the service is built.
+  ServiceThread(config::Config config, const EmbeddedBroker& broker,
+                const std::function<void(ServiceOptions&)>& customize = {})
+      : state_(std::make_shared<State>()) {
     ServiceOptions options;
     options.bootstrap_servers = broker.bootstrap_servers();
     options.stop = &state_->stop;
     options.snapshot_interval = 50ms;
+    if (customize) customize(options);
     state_->service = std::make_unique<Service>(std::move(config), std::move(options));
     std::packaged_task<RunResult()> task([state = state_] { return state->service->run(); });
     result_ = task.get_future();
@@ -404,6 +408,7 @@ class ServiceThread {
   ServiceThread& operator=(const ServiceThread&) = delete;
 
   ServiceSnapshot snapshot() const { return state_->service->snapshot(); }
+  const Service& service() const { return *state_->service; }
 
   // True once the service has consumed at least `events`; false if it stopped first or time ran out.
   bool wait_until_consumed(std::uint64_t events, std::chrono::milliseconds limit = kWaitLimit) const {

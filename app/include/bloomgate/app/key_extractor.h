@@ -82,8 +82,10 @@ struct Rejection {
   std::string message;  // for humans: what was wrong and the limit or pointer involved; never the key
 };
 
-// Key bytes: a view into the event when they appear in it verbatim, owned bytes when they had to be
-// rendered (unescaped JSON strings, JSON numbers). Copies and moves keep bytes() valid.
+// Key bytes: a view when they exist somewhere already (verbatim in the event, or a JSON string as
+// simdjson unescaped it into the extractor's parser), owned bytes when they had to be rendered (JSON
+// numbers and booleans). A view into the parser is valid until that extractor's next extract(): use the
+// key at once (decide() hashes it before returning) or copy it. Copies and moves keep bytes() valid.
 class ExtractedKey {
  public:
   static ExtractedKey viewing(std::string_view bytes) { return ExtractedKey(bytes); }

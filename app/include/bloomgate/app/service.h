@@ -102,7 +102,14 @@ struct PartitionReport {
   std::uint64_t checkpoint_failures = 0;  // writes the store refused (full disk, I/O error): offset not committed
   bool restored = false;                  // the current (or last) assignment started from a checkpoint
   std::uint64_t reconciled = 0;           // events decided but not produced: the output already held them
-  std::uint64_t state_corruptions = 0;    // stored state found corrupt and dropped (filter started empty)
+  std::uint64_t state_corruptions = 0;    // stored state found corrupt and dropped (filter rebuilt)
+  double last_restore_seconds = 0;        // the last assignment's restore: checkpoint read and filter built
+  // Rebuilding the filter from the input history (no usable state, a committed offset): docs/state.md.
+  bool rebuilding = false;
+  double rebuild_progress = 0;            // share of the input records to read that were read, 0..1
+  std::uint64_t rebuilds = 0;             // rebuilds finished
+  std::uint64_t rebuild_events = 0;       // input records inserted by rebuilds
+  double last_rebuild_seconds = 0;
 };
 
 inline constexpr std::uint64_t kFprProbesPerSnapshot = 1000;
@@ -134,7 +141,8 @@ struct ServiceSnapshot {
   int producer_queue = 0;  // records produced but not yet acknowledged
   LatencyHistogram processing_latency;
   bool running = false;    // consuming: start-up checks passed, the group assigned this member its
-                           // partitions (possibly none), and not stopping. /readyz answers from this.
+                           // partitions (possibly none) and they are restored, and not stopping. /readyz
+                           // answers from this.
 };
 
 struct ServiceOptions {
@@ -143,6 +151,9 @@ struct ServiceOptions {
   connectors::ClientHooks hooks;                  // librdkafka's logs and client errors
   std::chrono::milliseconds snapshot_interval{1000};
   std::function<void(const ServiceSnapshot&)> on_snapshot;  // on the service thread, after each publish
+  // On the service thread when an assignment starts, after the not-ready snapshot is published and before
+  // any partition is restored (tests look at /readyz from here).
+  std::function<void()> on_restore;
 };
 
 struct RunResult {

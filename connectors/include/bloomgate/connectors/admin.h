@@ -1,7 +1,8 @@
 // File: admin.h
 //
-// Cluster questions the service asks at start-up and on assignment: how many partitions a topic has,
-// and a partition's low/high watermarks (the output tail to reconcile; "is this partition empty").
+// Cluster questions the service asks at start-up and on assignment: how many partitions a topic has, a
+// partition's low/high watermarks (the output tail to reconcile; "is this partition empty"), the offset
+// of a point in time and a topic's retention (rebuilding a filter from the input history).
 // Uses its own lightweight client handle, which never auto-creates topics by asking about them.
 //
 // Ownership: owns its rd_kafka_t. Thread-safety: every method may be called from any thread.
@@ -14,7 +15,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace bloomgate::connectors {
 
@@ -26,6 +30,17 @@ struct Watermarks {
 // The partition count of `topic`, asked from the cluster through any client handle.
 [[nodiscard]] KafkaResult<int> fetch_partition_count(rd_kafka_t* handle, const std::string& topic,
                                                      std::chrono::milliseconds timeout);
+
+// An outstanding DescribeConfigs question. Destroying it abandons the question.
+class RetentionQuery {
+ public:
+  explicit RetentionQuery(QueueHandle queue) : queue_(std::move(queue)) {}
+  // Nothing while no answer has arrived; then, once, retention.ms per topic, or the error.
+  [[nodiscard]] std::optional<KafkaResult<std::map<std::string, std::int64_t>>> poll();
+
+ private:
+  QueueHandle queue_;
+};
 
 class Admin {
  public:
@@ -42,6 +57,16 @@ class Admin {
 
   [[nodiscard]] KafkaResult<Watermarks> watermarks(const std::string& topic, std::int32_t partition,
                                                    std::chrono::milliseconds timeout) const;
+
+  // The earliest offset whose record timestamp is at or after `timestamp_ms` (ListOffsets by time); the
+  // high watermark when no record is that recent.
+  [[nodiscard]] KafkaResult<std::int64_t> offset_for_time(const std::string& topic, std::int32_t partition,
+                                                          std::int64_t timestamp_ms,
+                                                          std::chrono::milliseconds timeout) const;
+
+  // Asks the topics' retention.ms (DescribeConfigs; -1 means unlimited) without waiting for the answer:
+  // the embedded broker never answers DescribeConfigs, and start-up must not wait on it.
+  [[nodiscard]] RetentionQuery ask_retention(const std::vector<std::string>& topics) const;
 
  private:
   CallbackGuard guard_;  // declared before handle_: outlives it

@@ -45,6 +45,12 @@ struct TopicDeleter {
 struct MetadataDeleter {
   void operator()(const rd_kafka_metadata_t* metadata) const noexcept { rd_kafka_metadata_destroy(metadata); }
 };
+struct EventDeleter {
+  void operator()(rd_kafka_event_t* event) const noexcept { rd_kafka_event_destroy(event); }
+};
+struct ConfigResourceDeleter {
+  void operator()(rd_kafka_ConfigResource_t* resource) const noexcept { rd_kafka_ConfigResource_destroy(resource); }
+};
 
 using KafkaHandle = std::unique_ptr<rd_kafka_t, KafkaHandleDeleter>;
 using ConfHandle = std::unique_ptr<rd_kafka_conf_t, ConfDeleter>;
@@ -55,5 +61,7 @@ using QueueHandle = std::unique_ptr<rd_kafka_queue_t, QueueDeleter>;
 using ErrorHandle = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
 using TopicHandle = std::unique_ptr<rd_kafka_topic_t, TopicDeleter>;
 using MetadataHandle = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
+using EventHandle = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+using ConfigResourceHandle = std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter>;
 
 }  // namespace bloomgate::connectors

@@ -46,6 +46,11 @@ class ConsumedMessage {
   // The last header called `name`: nothing if absent; a null value is an engaged optional<optional>.
   [[nodiscard]] std::optional<std::optional<std::string_view>> header(const char* name) const;
 
+  // Takes this record's headers out of it, to be extended and produced without copying each one
+  // (Producer::produce with a HeadersHandle). Returns `reserve`-sized empty headers when the record has
+  // none. Afterwards headers() and header() see none: call it last.
+  [[nodiscard]] HeadersHandle detach_headers(std::size_t reserve);
+
   [[nodiscard]] const rd_kafka_message_t* native() const noexcept { return message_.get(); }
 
  private:

@@ -74,6 +74,10 @@ class Producer {
   // Enqueues a message (key, value and headers are copied). An error here means the message was NOT
   // enqueued and no delivery report will come for it.
   [[nodiscard]] KafkaError produce(const std::string& topic, const OutgoingMessage& message);
+  // The same with headers already built (message.headers must be empty): librdkafka takes them as they
+  // are instead of a copy of each header. They are gone either way: produced with the message, or
+  // destroyed with the error.
+  [[nodiscard]] KafkaError produce(const std::string& topic, const OutgoingMessage& message, HeadersHandle headers);
 
   // Serves delivery reports and errors; returns how many events were served.
   int poll(std::chrono::milliseconds timeout);
@@ -102,7 +106,9 @@ class Producer {
   };
   static void delivery_trampoline(rd_kafka_t* handle, const rd_kafka_message_t* message, void* opaque);
 
-  [[nodiscard]] KafkaError produce_once(const std::string& topic, const OutgoingMessage& message);
+  // `headers`: null, or built headers that librdkafka takes (the handle is released) on success.
+  [[nodiscard]] KafkaError produce_once(const std::string& topic, const OutgoingMessage& message,
+                                        HeadersHandle& headers);
 
   Callbacks callbacks_;  // declared before handle_: outlives it
   std::chrono::milliseconds queue_full_timeout_;
