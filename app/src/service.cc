@@ -285,7 +285,7 @@ class Service::Impl {
     options.on_revoked = [this](TopicPartitions& partitions) { revoke(partitions, /*lost=*/false); };
     options.on_lost = [this](TopicPartitions& partitions) { revoke(partitions, /*lost=*/true); };
     options.on_commit = [](const KafkaError& error, const TopicPartitions&) {
-      if (!error.ok()) spdlog::warn("offset commit failed: {}", error.message());
+      if (!error.ok()) spdlog::warn("offset commit failed: {}", error.describe());
     };
     return options;
   }
@@ -791,6 +791,7 @@ class Service::Impl {
   struct CheckpointResult {
     bool committed = true;           // flushed, and the commit (if any) was accepted
     std::size_t state_failures = 0;  // partitions whose state could not be written: not committed
+    bool flushed = true;             // false: nothing was written or committed (committed is false too)
   };
 
   // Flush, write the state, then commit (service-design.md, "The state invariant", step 1): a partition's
@@ -804,9 +805,9 @@ class Service::Impl {
     if (KafkaError error = producer_->flush(budget); !error.ok()) {
       spdlog::warn("flush did not finish ({} records in flight): {}; no state written, offsets not committed",
                    producer_->outq_len(), error.message());
-      return {false, 0};
+      return {false, 0, false};
     }
-    if (failure_) return {false, 0};  // a delivery failed during the flush
+    if (failure_) return {false, 0, false};  // a delivery failed during the flush
     TopicPartitions offsets;
     std::vector<PartitionWorker*> committing;
     for (PartitionWorker* worker : workers) {
@@ -822,7 +823,7 @@ class Service::Impl {
     }
     if (offsets.empty()) return result;
     if (KafkaError error = consumer_->commit(offsets, mode); !error.ok()) {
-      spdlog::warn("offset commit failed: {}", error.message());
+      spdlog::warn("offset commit failed: {}", error.describe());
       result.committed = false;
       return result;
     }
@@ -888,13 +889,26 @@ class Service::Impl {
     spdlog::info("stopping: flushing and committing (grace period {} ms)",
                  std::chrono::duration_cast<std::chrono::milliseconds>(config_.shutdown.grace_period).count());
     const CheckpointResult result = checkpoint(all_workers(), CommitMode::kSync, *stop_deadline_);
-    if (!result.committed) {
+    if (result.flushed && !result.committed) {
+      commit_failed_at_shutdown();
+    } else if (!result.committed) {
       fail("shutdown: the output was not flushed within the grace period; uncommitted events will be consumed again");
     } else if (result.state_failures != 0) {
       fail("shutdown: the state of " + std::to_string(result.state_failures) +
            " partition(s) could not be written (see above); their events since the last checkpoint will be "
            "consumed again and reconciled");
     }
+  }
+
+  // The output was flushed and every partition's checkpoint written, but Kafka refused the commit (a
+  // rebalance in progress at the moment of the stop answers REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION).
+  // Nothing is lost or forwarded twice: a restart on this state directory resumes at the checkpoints, and
+  // a member that gets a partition instead starts at its last committed offset and reconciles the output
+  // from that commit's output offset. So this is no failure: close() revokes the partitions and revoke()
+  // commits once more, under the rebalance's new generation.
+  void commit_failed_at_shutdown() {
+    spdlog::warn("shutdown: the offset commit failed (see above) after the state was written; the state directory "
+                 "holds every partition's checkpoint, and the commit is tried again as the partitions are revoked");
   }
 
   void close_clients() noexcept {
