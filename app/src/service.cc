@@ -19,6 +19,7 @@
 #include "bloomgate/connectors/producer.h"
 #include "bloomgate/connectors/state_store.h"
 #include "bloomgate/filters/format.h"
+#include "input_rebuilder.h"
 #include "output_reconciler.h"
 #include "output_record.h"
 
@@ -550,6 +551,7 @@ class Service::Impl {
                           reconcile_from_metadata ? *starts[i].output_offset : -1, std::max<std::int64_t>(starts[i].offset, 0)});
       requesters.push_back(&worker);
     }
+    rebuild(fresh, starts);
     reconcile(requests, requesters);
     // The first checkpoint of a partition without one: where it starts, its empty filter and the output's
     // present end. A crash before its first regular checkpoint then restarts here and reconciles what was
@@ -564,6 +566,56 @@ class Service::Impl {
     std::int64_t offset = connectors::kNoOffset;  // unknown: librdkafka decides
     std::optional<std::int64_t> output_offset;    // from the commit metadata
   };
+
+  // Rebuilds the filters of the partitions that start without a usable checkpoint from the input history
+  // (input_rebuilder.h): the events from the TTL before their start offset up to it are decided again,
+  // inserting their keys, and produce nothing. Without this a partition that moves to another member (or
+  // whose state was lost) forgets the keys of the last TTL and forwards their repeats once more. Throws
+  // when the input cannot be read: the assignment then fails rather than start with a forgetful filter.
+  void rebuild(const std::vector<TopicPartition*>& fresh, const std::vector<StartPoint>& starts) {
+    std::vector<RebuildRequest> requests;
+    std::vector<PartitionWorker*> workers;
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      if (starts[i].offset <= 0) continue;
+      PartitionWorker& worker = *workers_.at(PartitionKey(fresh[i]->topic, fresh[i]->partition));
+      requests.push_back({fresh[i]->topic, fresh[i]->partition, starts[i].offset,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(worker.pipeline->ttl),
+                          worker.pipeline->time == config::TimeSource::kProcessing});
+      workers.push_back(&worker);
+    }
+    if (requests.empty()) return;
+    ReconcileOptions options;
+    options.config = client_config(ClientRole::kOther);
+    options.hooks = options_.hooks;
+    options.group_id = config_.kafka.group_id + ".rebuilder";
+    options.idle_timeout = kReconcileIdleTimeout;
+    options.request_timeout = kMetadataTimeout;
+    const auto started = Clock::now();
+    const std::vector<RebuildResult> results =
+        rebuild_from_inputs(requests, *admin_, options, [&](std::size_t i, const ConsumedMessage& message) {
+          const std::vector<connectors::HeaderView> original = message.headers();
+          const EventView event{message.key(), message.value().value_or(std::string_view{}), original};
+          (void)workers[i]->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
+        });
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const RebuildResult& result = results[i];
+      PartitionWorker& worker = *workers[i];
+      worker.report->rebuilt += result.events;
+      worker.full_image_next = true;
+      const std::string input = requests[i].topic + "/" + std::to_string(requests[i].partition);
+      if (result.truncated) {
+        spdlog::warn("{}: the input no longer holds the start of the TTL window before offset {} (retention shorter "
+                     "than the TTL): keys seen only before offset {} are forgotten",
+                     input, result.until, result.from);
+      }
+      spdlog::info("{}: rebuilt the filter from input offsets {} to {} ({} events, the TTL before the start offset{}) "
+                   "without producing",
+                   input, result.from, result.until - 1, result.events,
+                   result.scanned ? ", found by a scan: " + std::to_string(result.skipped) + " older records skipped" : "");
+    }
+    spdlog::debug("rebuilding {} partition(s) took {} ms", requests.size(),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+  }
 
   // Where partitions without a checkpoint start: the committed offset (and its metadata), else the input's
   // low or high watermark as auto.offset.reset says.

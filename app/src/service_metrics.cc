@@ -73,6 +73,8 @@ struct ServiceMetrics::Families {
                      .Help("1 when the partition's current (or last) assignment started from its checkpoint").Register(r)),
         reconciled(prometheus::BuildCounter().Name("bloomgate_reconciled_events_total")
                        .Help("Replayed events not produced again: the output already held them (restore)").Register(r)),
+        rebuilt(prometheus::BuildCounter().Name("bloomgate_rebuilt_events_total")
+                    .Help("Input events replayed into a filter that started without state (rebuild)").Register(r)),
         state_corruptions(prometheus::BuildCounter().Name("bloomgate_state_corruptions_total")
                               .Help("Times the partition's stored state was found corrupt and dropped").Register(r)),
         processing(prometheus::BuildHistogram().Name("bloomgate_event_processing_seconds")
@@ -112,6 +114,7 @@ struct ServiceMetrics::Families {
   prometheus::Family<Counter>& checkpoint_failures;
   prometheus::Family<Gauge>& restored;
   prometheus::Family<Counter>& reconciled;
+  prometheus::Family<Counter>& rebuilt;
   prometheus::Family<Counter>& state_corruptions;
   prometheus::Histogram& processing;
   Gauge& producer_queue;
@@ -145,6 +148,7 @@ struct ServiceMetrics::PartitionSeries {
         checkpoint_failures(f.checkpoint_failures.Add(labels)),
         restored(f.restored.Add(labels)),
         reconciled(f.reconciled.Add(labels)),
+        rebuilt(f.rebuilt.Add(labels)),
         state_corruptions(f.state_corruptions.Add(labels)) {
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) {
       const auto reason = reason_name(static_cast<RejectionReason>(i));
@@ -184,6 +188,7 @@ struct ServiceMetrics::PartitionSeries {
     advance(checkpoint_failures, p.checkpoint_failures);
     restored.Set(p.restored ? 1 : 0);
     advance(reconciled, p.reconciled);
+    advance(rebuilt, p.rebuilt);
     advance(state_corruptions, p.state_corruptions);
   }
 
@@ -212,6 +217,7 @@ struct ServiceMetrics::PartitionSeries {
   Counter& checkpoint_failures;
   Gauge& restored;
   Counter& reconciled;
+  Counter& rebuilt;
   Counter& state_corruptions;
 };
 

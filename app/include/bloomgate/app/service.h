@@ -102,6 +102,7 @@ struct PartitionReport {
   std::uint64_t checkpoint_failures = 0;  // writes the store refused (full disk, I/O error): offset not committed
   bool restored = false;                  // the current (or last) assignment started from a checkpoint
   std::uint64_t reconciled = 0;           // events decided but not produced: the output already held them
+  std::uint64_t rebuilt = 0;              // input events replayed into a filter started without state
   std::uint64_t state_corruptions = 0;    // stored state found corrupt and dropped (filter started empty)
 };
 
