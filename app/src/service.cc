@@ -546,9 +546,12 @@ class Service::Impl {
         worker.report->next_offset = starts[i].offset;
       }
       if (worker.output_partition < 0) continue;
+      // Without an output offset in the commit metadata (no commit yet, or one from an older version) the
+      // whole output partition is read: a member that forwarded events of this partition may have died, or
+      // seen its commits refused in a rebalance, before any commit of it landed; its records are there.
       const bool reconcile_from_metadata = starts[i].output_offset.has_value() && starts[i].offset >= 0;
       requests.push_back({fresh[i]->topic, fresh[i]->partition, worker.pipeline->output, worker.output_partition,
-                          reconcile_from_metadata ? *starts[i].output_offset : -1, std::max<std::int64_t>(starts[i].offset, 0)});
+                          reconcile_from_metadata ? *starts[i].output_offset : 0, std::max<std::int64_t>(starts[i].offset, 0)});
       requesters.push_back(&worker);
     }
     rebuild(fresh, starts);
@@ -780,7 +783,7 @@ class Service::Impl {
         spdlog::warn("{}: the checkpoint counts output {} up to offset {}, but its high watermark is {}: the output "
                      "lost records (or is a new topic); nothing to reconcile",
                      input, output, request.output_from, result.output_end);
-      } else if (result.output_truncated) {
+      } else if (result.output_truncated && request.output_from > 0) {
         spdlog::warn("{}: output {} no longer holds offsets {} to {} (retention): events forwarded there may be "
                      "forwarded again",
                      input, output, request.output_from, result.read_from - 1);
