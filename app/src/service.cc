@@ -262,9 +262,8 @@ class Service::Impl {
   void quarantine_and_reopen() {
     store_.reset();
     const std::string moved = StateStore::quarantine(config_.state.dir);
-    spdlog::error("state store: the damaged state directory was moved to {}; rebuilding the filters from the input "
-                  "history is not implemented yet, so the partitions whose state was there start with empty filters "
-                  "at their committed offsets (a duplicate within the TTL may be forwarded once)",
+    spdlog::error("state store: the damaged state directory was moved to {}; the partitions whose state was there "
+                  "start at their committed offsets with filters rebuilt from the input's last TTL before them",
                   moved);
     store_ = StateStore::open(config_.state.dir, store_options());
     state_quarantined_ = true;
@@ -743,9 +742,8 @@ class Service::Impl {
 
   void state_corrupt(PartitionReport& report, const std::string& why) {
     ++report.state_corruptions;
-    spdlog::error("{}/{}: the stored state is corrupt ({}); starting with an empty filter at the committed offset. "
-                  "Rebuilding the filter from the input history is not implemented yet: keys seen before are "
-                  "forgotten, so a duplicate within the TTL may be forwarded once",
+    spdlog::error("{}/{}: the stored state is corrupt ({}); starting at the committed offset with a filter rebuilt "
+                  "from the input's last TTL before it",
                   report.topic, report.partition, why);
   }
 
