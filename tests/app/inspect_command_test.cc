@@ -114,6 +114,34 @@ TEST(Inspect, ReportsEveryStoredPartitionWithTheFiguresOfItsFilter) {
   EXPECT_NE(text.find("filter           time_limited"), std::string::npos) << text;
 }
 
+// After kill -9 the last checkpoints are only in RocksDB's WAL: a copy taken while the store is open
+// holds no table file, and the read-only open must replay the WAL to see them.
+TEST(Inspect, SeesCheckpointsThatAreOnlyInTheWal) {
+  const TemporaryDirectory dir("bloomgate-inspect");
+  const std::string state = dir.path("state");
+  const std::string copy = dir.path("copy");
+  {
+    const auto store = StateStore::open(state);
+    const auto filter = filled_filter(100);
+    PartitionCheckpoint checkpoint;
+    checkpoint.id = {"orders", 5};
+    checkpoint.next_offset = 77;
+    checkpoint.output_offset = 66;
+    checkpoint.written_at_ms = 1'700'000'000'000;
+    checkpoint.filter_time_ns = kFilterTimeMs * 1'000'000;
+    store->write_checkpoint(checkpoint, filter->image(filters::ImageScope::kFull));
+    std::filesystem::copy(state, copy);  // as the directory stands after a crash: the WAL, no table file
+  }
+  bool table_file = false;
+  for (const auto& entry : std::filesystem::directory_iterator(copy)) table_file |= entry.path().extension() == ".sst";
+  ASSERT_FALSE(table_file) << "the copy should hold the checkpoint in the WAL only";
+  const InspectReport report = inspect_state(copy, 1'700'000'001'000);
+  ASSERT_EQ(report.partitions.size(), 1U);
+  EXPECT_EQ(report.partitions[0].checkpoint.next_offset, 77);
+  ASSERT_TRUE(report.partitions[0].filter.has_value()) << report.partitions[0].error;
+  EXPECT_EQ(report.partitions[0].filter->elements, 100U);
+}
+
 TEST(Inspect, JsonParsesAndCarriesTheSameFigures) {
   const TemporaryDirectory dir("bloomgate-inspect");
   const std::string state = dir.path("state");
