@@ -284,10 +284,26 @@ class Service::Impl {
     options.on_assigned = [this](TopicPartitions& partitions) { assign(partitions); };
     options.on_revoked = [this](TopicPartitions& partitions) { revoke(partitions, /*lost=*/false); };
     options.on_lost = [this](TopicPartitions& partitions) { revoke(partitions, /*lost=*/true); };
-    options.on_commit = [](const KafkaError& error, const TopicPartitions&) {
+    options.on_commit = [this](const KafkaError& error, const TopicPartitions& partitions) {
       if (!error.ok()) spdlog::warn("offset commit failed: {}", error.describe());
+      commit_result(error, partitions);
     };
     return options;
+  }
+
+  // An asynchronous commit's answer (on the service thread, from poll). checkpoint() counts a partition
+  // as committed when its commit is sent; a refused one (REBALANCE_IN_PROGRESS while the group
+  // rebalances) is forgotten here, so the next checkpoint sends it again even without new events. Before,
+  // a partition whose last commit a rebalance refused stayed behind in Kafka until it was revoked: wrong
+  // lag, and a longer replay for the next owner.
+  void commit_result(const KafkaError& error, const TopicPartitions& partitions) {
+    for (const TopicPartition& partition : partitions) {
+      if (error.ok() && partition.error.ok()) continue;
+      const auto it = workers_.find(PartitionKey(partition.topic, partition.partition));
+      if (it != workers_.end() && it->second->committed_offset == partition.offset) {
+        it->second->committed_offset = connectors::kNoOffset;
+      }
+    }
   }
 
   int partition_count(const connectors::Admin& admin, const std::string& topic, const std::string& role) const {
