@@ -79,9 +79,10 @@ class PartitionReader {
   Clock::time_point idle_deadline_;
 };
 
-// The window's start: one TTL before the last processed record's timestamp (processing time when that
-// record has none).
+// The window's start: one TTL before the last processed record's timestamp (before now with processing
+// time, or when that record has none).
 std::int64_t window_start_ms(PartitionReader& reader, const RebuildRequest& request) {
+  if (request.processing_time) return wall_clock_ms() - request.ttl.count();
   reader.start_at(request.end_offset - 1);
   std::optional<std::int64_t> last_ms;
   if (auto last = reader.next()) last_ms = last->timestamp_ms();

@@ -5,7 +5,7 @@
 // history, the changelog of the filter: the records whose timestamps lie within one TTL before record
 // C-1's, up to C, are handed to `insert` (the caller decides each without producing anything).
 //
-// Where the read starts: the offset of time (timestamp of C-1) - TTL, asked with ListOffsets by time;
+// Where the read starts: the offset of time (timestamp of C-1, or now with processing time) - TTL, asked with ListOffsets by time;
 // when the cluster cannot answer that (the embedded broker does not implement it), the input's low
 // watermark, and records older than the window are read and skipped. When retention has already deleted
 // part of the window, the result says so (history_truncated) and the caller warns: those keys are not
@@ -32,6 +32,7 @@ struct RebuildRequest {
   std::int32_t partition = 0;
   std::int64_t end_offset = 0;                 // C: the committed offset; the read stops before it
   std::chrono::milliseconds ttl{0};            // the pipeline's TTL: how far back the window reaches
+  bool processing_time = false;                // the window ends now, not at record C-1's timestamp
 };
 
 struct RebuildResult {

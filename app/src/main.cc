@@ -5,6 +5,7 @@
 
 #include "bloomgate/app/demo_command.h"
 #include "bloomgate/app/filter_command.h"
+#include "bloomgate/app/inspect_command.h"
 #include "bloomgate/app/run_command.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/config/duration.h"
@@ -124,6 +125,20 @@ void add_demo_command(CLI::App& app, bloomgate::app::DemoOptions& options) {
       ->capture_default_str();
 }
 
+void add_inspect_command(CLI::App& app, bloomgate::app::InspectOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Print what a state directory holds, per input partition: offsets, checkpoint time, filter, fill, FPR");
+  cmd->add_option("--state-dir", options.state_dir, "The state directory (state.dir of the configuration)")->required();
+  cmd->add_option_function<std::string>(
+         "--format",
+         [&options](const std::string& name) {
+           options.format = name == "json" ? bloomgate::app::InspectFormat::kJson : bloomgate::app::InspectFormat::kText;
+         },
+         "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_str("text");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,6 +153,8 @@ int main(int argc, char** argv) {
   add_run_command(app, run_options);
   bloomgate::app::DemoOptions demo_options;
   add_demo_command(app, demo_options);
+  bloomgate::app::InspectOptions inspect_options;
+  add_inspect_command(app, inspect_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -146,6 +163,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("filter")) return run_filter(filter_options, type_name);
   if (app.got_subcommand("validate")) return run_validate(config_path);
   if (app.got_subcommand("run")) return bloomgate::app::run_service_command(run_options);
+  if (app.got_subcommand("inspect")) return bloomgate::app::run_inspect_command(inspect_options, std::cout, std::cerr);
   if (app.got_subcommand("demo")) return bloomgate::app::run_demo_command(demo_options, std::cout);
   return bloomgate::app::kExitUsage;
 }

@@ -327,10 +327,26 @@ class Service::Impl {
     options.on_assigned = [this](TopicPartitions& partitions) { assign(partitions); };
     options.on_revoked = [this](TopicPartitions& partitions) { revoke(partitions, /*lost=*/false); };
     options.on_lost = [this](TopicPartitions& partitions) { revoke(partitions, /*lost=*/true); };
-    options.on_commit = [](const KafkaError& error, const TopicPartitions&) {
-      if (!error.ok()) spdlog::warn("offset commit failed: {}", error.message());
+    options.on_commit = [this](const KafkaError& error, const TopicPartitions& partitions) {
+      if (!error.ok()) spdlog::warn("offset commit failed: {}", error.describe());
+      commit_result(error, partitions);
     };
     return options;
+  }
+
+  // An asynchronous commit's answer (on the service thread, from poll). checkpoint() counts a partition
+  // as committed when its commit is sent; a refused one (REBALANCE_IN_PROGRESS while the group
+  // rebalances) is forgotten here, so the next checkpoint sends it again even without new events. Before,
+  // a partition whose last commit a rebalance refused stayed behind in Kafka until it was revoked: wrong
+  // lag, and a longer replay for the next owner.
+  void commit_result(const KafkaError& error, const TopicPartitions& partitions) {
+    for (const TopicPartition& partition : partitions) {
+      if (error.ok() && partition.error.ok()) continue;
+      const auto it = workers_.find(PartitionKey(partition.topic, partition.partition));
+      if (it != workers_.end() && it->second->committed_offset == partition.offset) {
+        it->second->committed_offset = connectors::kNoOffset;
+      }
+    }
   }
 
   int partition_count(const connectors::Admin& admin, const std::string& topic, const std::string& role) const {
@@ -603,9 +619,12 @@ class Service::Impl {
       // it from the input history, so that repeats of those keys within the TTL are still dropped.
       if (starts[i].committed && starts[i].offset > 0) rebuild(worker);
       if (worker.output_partition < 0) continue;
+      // Without an output offset in the commit metadata (no commit yet, or one from an older version) the
+      // whole output partition is read: a member that forwarded events of this partition may have died, or
+      // seen its commits refused in a rebalance, before any commit of it landed; its records are there.
       const bool reconcile_from_metadata = starts[i].output_offset.has_value() && starts[i].offset >= 0;
       requests.push_back({fresh[i]->topic, fresh[i]->partition, worker.pipeline->output, worker.output_partition,
-                          reconcile_from_metadata ? *starts[i].output_offset : -1, std::max<std::int64_t>(starts[i].offset, 0)});
+                          reconcile_from_metadata ? *starts[i].output_offset : 0, std::max<std::int64_t>(starts[i].offset, 0)});
       requesters.push_back(&worker);
     }
     reconcile(requests, requesters);
@@ -770,7 +789,8 @@ class Service::Impl {
   void rebuild(PartitionWorker& worker) {
     PartitionReport& report = *worker.report;
     RebuildRequest request{worker.id.topic, worker.id.partition, worker.next_offset,
-                           std::chrono::duration_cast<std::chrono::milliseconds>(worker.pipeline->ttl)};
+                           std::chrono::duration_cast<std::chrono::milliseconds>(worker.pipeline->ttl),
+                           worker.pipeline->time == config::TimeSource::kProcessing};
     RebuildOptions options;
     options.config = client_config(ClientRole::kOther);
     options.hooks = options_.hooks;
@@ -839,7 +859,7 @@ class Service::Impl {
         spdlog::warn("{}: the checkpoint counts output {} up to offset {}, but its high watermark is {}: the output "
                      "lost records (or is a new topic); nothing to reconcile",
                      input, output, request.output_from, result.output_end);
-      } else if (result.output_truncated) {
+      } else if (result.output_truncated && request.output_from > 0) {
         spdlog::warn("{}: output {} no longer holds offsets {} to {} (retention): events forwarded there may be "
                      "forwarded again",
                      input, output, request.output_from, result.read_from - 1);
@@ -902,6 +922,7 @@ class Service::Impl {
   struct CheckpointResult {
     bool committed = true;           // flushed, and the commit (if any) was accepted
     std::size_t state_failures = 0;  // partitions whose state could not be written: not committed
+    bool flushed = true;             // false: nothing was written or committed (committed is false too)
   };
 
   // Flush, write the state, then commit (service-design.md, "The state invariant", step 1): a partition's
@@ -915,9 +936,9 @@ class Service::Impl {
     if (KafkaError error = producer_->flush(budget); !error.ok()) {
       spdlog::warn("flush did not finish ({} records in flight): {}; no state written, offsets not committed",
                    producer_->outq_len(), error.message());
-      return {false, 0};
+      return {false, 0, false};
     }
-    if (failure_) return {false, 0};  // a delivery failed during the flush
+    if (failure_) return {false, 0, false};  // a delivery failed during the flush
     TopicPartitions offsets;
     std::vector<PartitionWorker*> committing;
     for (PartitionWorker* worker : workers) {
@@ -933,7 +954,7 @@ class Service::Impl {
     }
     if (offsets.empty()) return result;
     if (KafkaError error = consumer_->commit(offsets, mode); !error.ok()) {
-      spdlog::warn("offset commit failed: {}", error.message());
+      spdlog::warn("offset commit failed: {}", error.describe());
       result.committed = false;
       return result;
     }
@@ -999,13 +1020,26 @@ class Service::Impl {
     spdlog::info("stopping: flushing and committing (grace period {} ms)",
                  std::chrono::duration_cast<std::chrono::milliseconds>(config_.shutdown.grace_period).count());
     const CheckpointResult result = checkpoint(all_workers(), CommitMode::kSync, *stop_deadline_);
-    if (!result.committed) {
+    if (result.flushed && !result.committed) {
+      commit_failed_at_shutdown();
+    } else if (!result.committed) {
       fail("shutdown: the output was not flushed within the grace period; uncommitted events will be consumed again");
     } else if (result.state_failures != 0) {
       fail("shutdown: the state of " + std::to_string(result.state_failures) +
            " partition(s) could not be written (see above); their events since the last checkpoint will be "
            "consumed again and reconciled");
     }
+  }
+
+  // The output was flushed and every partition's checkpoint written, but Kafka refused the commit (a
+  // rebalance in progress at the moment of the stop answers REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION).
+  // Nothing is lost or forwarded twice: a restart on this state directory resumes at the checkpoints, and
+  // a member that gets a partition instead starts at its last committed offset and reconciles the output
+  // from that commit's output offset. So this is no failure: close() revokes the partitions and revoke()
+  // commits once more, under the rebalance's new generation.
+  void commit_failed_at_shutdown() {
+    spdlog::warn("shutdown: the offset commit failed (see above) after the state was written; the state directory "
+                 "holds every partition's checkpoint, and the commit is tried again as the partitions are revoked");
   }
 
   void close_clients() noexcept {
@@ -1092,10 +1126,10 @@ class Service::Impl {
   LatencyHistogram processing_latency_;
   std::uint64_t commits_ = 0;
   bool running_ = false;
-  bool joined_ = false;
-  bool restoring_ = false;
+  bool joined_ = false;     // the group has given this member its first assignment (possibly empty)
+  bool restoring_ = false;  // inside an assignment: restoring, rebuilding, reconciling
   std::optional<connectors::RetentionQuery> retention_query_;  // until answered or given up
-  Clock::time_point retention_deadline_;  // inside an assignment: restoring, rebuilding, reconciling  // the group has given this member its first assignment (possibly empty)
+  Clock::time_point retention_deadline_;
   std::optional<Clock::time_point> stop_deadline_;
   std::optional<std::string> failure_;
 

@@ -7,6 +7,8 @@
 #include <rocksdb/snapshot.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -310,10 +312,29 @@ std::unique_ptr<rocksdb::DB> open_database(const rocksdb::Options& db_options, c
   fail(status, "opening state directory " + dir);
 }
 
+// The pid of the process holding `dir`'s LOCK (RocksDB's fcntl write lock), without taking it: 0 when
+// nobody holds it (or there is no LOCK file), -1 when a lock is held by an unknown owner (an OFD lock).
+// A lock this process holds is not reported (fcntl locks never conflict with their own process).
+pid_t lock_holder(const std::string& dir) {
+  const std::string path = dir + "/LOCK";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct flock query {};
+  query.l_type = F_WRLCK;
+  query.l_whence = SEEK_SET;
+  query.l_start = 0;
+  query.l_len = 0;
+  const int result = ::fcntl(fd, F_GETLK, &query);
+  ::close(fd);
+  if (result != 0 || query.l_type == F_UNLCK) return 0;
+  return query.l_pid > 0 ? query.l_pid : -1;
+}
+
 }  // namespace
 
 struct StateStore::Impl {
   std::string dir;
+  bool read_only = false;  // open_read_only(): every write throws
   rocksdb::Options db_options;
   // Guards `db`: held shared by every use of the database, exclusively to close and reopen it.
   std::shared_mutex mutex;
@@ -364,6 +385,7 @@ struct StateStore::Impl {
   // starts a new WAL and replays the old one (the failed record, if any of it reached the disk, is its
   // incomplete tail). While the volume lacks the room to reopen (a write buffer), it fails at once.
   void write(rocksdb::WriteBatch& batch, const std::string& context) {
+    if (read_only) throw StateStoreError(Kind::kInvalidArgument, "state store: " + context + ": opened read-only");
     {
       std::shared_lock lock(mutex);
       if (db && !reopen_before_write.load()) {
@@ -408,6 +430,33 @@ std::unique_ptr<StateStore> StateStore::open(const std::string& dir, const State
   impl->dir = dir;
   impl->db_options = database_options(options);
   impl->db = open_database(impl->db_options, dir);
+  return std::unique_ptr<StateStore>(new StateStore(std::move(impl)));
+}
+
+std::unique_ptr<StateStore> StateStore::open_read_only(const std::string& dir, const StateStoreOptions& options) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error)) {
+    throw StateStoreError(Kind::kInvalidArgument, "state store: " + dir + " is not a directory" +
+                                                      (error ? " (" + error.message() + ")" : std::string()));
+  }
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", error)) {
+    throw StateStoreError(Kind::kInvalidArgument,
+                          "state store: " + dir + " holds no state database (no RocksDB CURRENT file)");
+  }
+  if (const pid_t holder = lock_holder(dir); holder != 0) {
+    throw StateStoreError(Kind::kLocked, "state directory " + dir + " is in use by a running bloomgate process" +
+                                             (holder > 0 ? " (pid " + std::to_string(holder) + ")" : std::string()) +
+                                             "; stop it first, or inspect a copy of the directory");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->read_only = true;
+  impl->db_options = database_options(options);
+  impl->db_options.create_if_missing = false;
+  rocksdb::DB* raw = nullptr;
+  const rocksdb::Status status = rocksdb::DB::OpenForReadOnly(impl->db_options, dir, &raw);
+  impl->db.reset(raw);
+  if (!status.ok()) fail(status, "opening state directory " + dir + " read-only");
   return std::unique_ptr<StateStore>(new StateStore(std::move(impl)));
 }
 
@@ -520,6 +569,7 @@ std::vector<PartitionCheckpoint> StateStore::list() const {
 }
 
 void StateStore::flush() {
+  if (impl_->read_only) throw StateStoreError(Kind::kInvalidArgument, "state store: flushing " + impl_->dir + ": opened read-only");
   impl_->with_db([&](rocksdb::DB& db) {
     const rocksdb::Status status = db.Flush(rocksdb::FlushOptions());
     if (!status.ok()) fail(status, "flushing " + impl_->dir);

@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "service_test_support.h"
 #include "../support/http_client.h"
 #include "bloomgate/app/service_metrics.h"
+#include "state_test_support.h"
 
 namespace bloomgate::app {
 namespace {
@@ -30,11 +30,6 @@ using std::chrono::milliseconds;
 
 constexpr std::uint64_t kKillSeed = 4004;
 constexpr std::uint64_t kKillStreamSeed = 5005;
-
-std::int64_t past_start_ms() {
-  const auto now = std::chrono::system_clock::now() - std::chrono::hours(2);
-  return std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count();
-}
 
 // A pipeline keyed by the message key with a long TTL and a tiny error rate: within a test every repeat
 // is a duplicate, and a false positive is all but impossible.
@@ -59,42 +54,6 @@ std::vector<std::string> numbered_keys(const std::string& prefix, int from, int 
   std::vector<std::string> keys;
   for (int i = from; i < to; ++i) keys.push_back(prefix + "-" + std::to_string(i));
   return keys;
-}
-
-// The output read back: how often each input offset and each key was forwarded.
-struct Forwarded {
-  std::map<Source, int> by_source;
-  std::unordered_map<std::string, int> by_key;
-
-  std::size_t offsets_twice() const {
-    std::size_t n = 0;
-    for (const auto& [source, times] : by_source) n += times > 1 ? 1 : 0;
-    return n;
-  }
-  std::size_t keys_twice() const {
-    std::size_t n = 0;
-    for (const auto& [key, times] : by_key) n += times > 1 ? 1 : 0;
-    return n;
-  }
-  int times(const std::string& key) const {
-    const auto it = by_key.find(key);
-    return it == by_key.end() ? 0 : it->second;
-  }
-};
-
-Forwarded read_forwarded(const EmbeddedBroker& broker, const std::string& output) {
-  Forwarded forwarded;
-  for (const Record& record : read_topic(broker, output)) {
-    ++forwarded.by_source[source_of(record)];
-    ++forwarded.by_key[record.key.value_or("")];
-  }
-  return forwarded;
-}
-
-std::uint64_t sum_of(const ServiceSnapshot& snapshot, std::uint64_t PartitionReport::*field) {
-  std::uint64_t sum = 0;
-  for (const PartitionReport& partition : snapshot.partitions) sum += partition.*field;
-  return sum;
 }
 
 // Runs a Service until it has consumed `events`, then stops it gracefully; returns its last snapshot.
@@ -149,89 +108,12 @@ constexpr int kKills = 5;
 constexpr double kKillEventsPerSecond = 2'400;
 
 std::string durable_yaml(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
-  return run_config_head(brokers, group_id, state_dir) + R"(  - name: orders
-    input: [orders]
-    output: orders-unique
-    key: { from: message_key }
-    ttl: 1h
-    time: event
-    filter: { error_rate: 1e-6, expected_per_ttl: 20000 }
-)";
+  return run_config_head(brokers, group_id, state_dir) + orders_pipeline_yaml();
 }
 
 // 100,000 events of ~100-byte values over 8 partitions (~2 MiB a partition, under the embedded
 // broker's 5 MiB), ~30% of them repeats of one of the last 5,000 keys: every repeat is within the TTL.
-std::vector<Event> kill_stream() {
-  std::mt19937_64 random(kKillStreamSeed);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  std::vector<std::string> keys;
-  std::vector<Event> events;
-  const std::int64_t start = past_start_ms();
-  for (int i = 0; i < kKillEvents; ++i) {
-    std::string key;
-    if (!keys.empty() && unit(random) < kRepeatShare) {
-      const std::size_t window = std::min<std::size_t>(keys.size(), 5'000);
-      key = keys[keys.size() - 1 - std::uniform_int_distribution<std::size_t>(0, window - 1)(random)];
-    } else {
-      key = "customer-" + std::to_string(keys.size());
-      keys.push_back(key);
-    }
-    std::string value = "{\"order\":" + std::to_string(i) + ",\"pad\":\"";
-    value.resize(96, 'x');
-    value += "\"}";
-    events.push_back({key, value, {}, start + i, connectors::kAnyPartition});
-  }
-  return events;
-}
-
-// Waits until `group` has committed every partition of `topic` up to its end.
-bool wait_until_committed_to_end(const EmbeddedBroker& broker, const std::string& group, const std::string& topic,
-                                 std::chrono::seconds limit) {
-  const auto end = end_offsets(broker, topic);
-  const auto deadline = Clock::now() + limit;
-  while (committed_offsets(broker, group, topic) != end) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(200ms);
-  }
-  return true;
-}
-
-// Produces `events` to `topic` at about `per_second` on a thread of its own, while the service runs and
-// is killed; join() waits for the last delivery.
-class PacedProducer {
- public:
-  PacedProducer(const EmbeddedBroker& broker, std::string topic, const std::vector<Event>& events, double per_second)
-      : thread_([this, &broker, topic = std::move(topic), &events, per_second] {
-          try {
-            EventProducer producer(broker);
-            const auto start = Clock::now();
-            for (std::size_t i = 0; i < events.size(); ++i) {
-              if (i % 100 == 0) {
-                std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
-                                                          std::chrono::duration<double>(static_cast<double>(i) / per_second)));
-              }
-              producer.produce(topic, events[i]);
-            }
-            producer.flush();
-          } catch (const std::exception& e) {
-            error_ = e.what();
-          }
-        }) {}
-  ~PacedProducer() {
-    if (thread_.joinable()) thread_.join();
-  }
-  PacedProducer(const PacedProducer&) = delete;
-  PacedProducer& operator=(const PacedProducer&) = delete;
-
-  std::string join() {
-    thread_.join();
-    return error_;
-  }
-
- private:
-  std::string error_;
-  std::thread thread_;  // last: starts after error_ exists
-};
+std::vector<Event> kill_stream() { return repeating_stream(kKillStreamSeed, kKillEvents, kRepeatShare); }
 
 TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
   const auto test_started = Clock::now();

@@ -29,14 +29,15 @@
 // checkpoint the store refuses (full disk) is logged at error level and counted, and that partition's
 // offset is not committed until a later checkpoint succeeds.
 // On assignment each partition is restored from its checkpoint (filter, event-clock time, next offset),
-// or starts with an empty filter at its committed offset and writes a first checkpoint there. Then the
+// or starts at its committed offset with a filter rebuilt from the input's last TTL before it (the events
+// are decided again without producing) and writes a first checkpoint there. Then the
 // output partition is read from the checkpoint's output offset to its high watermark (reconciliation):
 // the input offsets its source headers name are decided again when replayed, so their keys go into the
 // filter, but are not produced again. So after kill -9 nothing is lost and nothing is forwarded twice.
 // Limits: with output_partitioning by_key the output offset is not tracked (-1) and a crash gives
 // at-least-once; records written to the duplicates and dead-letter topics are at-least-once after a
-// crash; corrupt state is set aside (counted) and the partition starts empty, since rebuilding the filter
-// from the input history is not built yet. A second process on the same state.dir fails at start (exit 1).
+// crash; corrupt state is set aside (counted) and the partition is rebuilt from the input. A second
+// process on the same state.dir fails at start (exit 1).
 //
 // Start-up checks, before any event is consumed: every input, output, duplicates and dead-letter topic
 // exists, and with same_as_input the output has at least as many partitions as each input.

@@ -153,6 +153,13 @@ class StateStore {
   // kIo otherwise.
   static std::unique_ptr<StateStore> open(const std::string& dir, const StateStoreOptions& options = {});
 
+  // Opens an existing database for reading only (`bloomgate inspect`): creates nothing, writes nothing
+  // (RocksDB replays the WAL in memory), and takes no LOCK, so it is refused instead while a process holds
+  // the directory's LOCK (a running service): kLocked, naming the directory and the holder's pid. Throws
+  // kInvalidArgument when `dir` is not a directory or holds no database, kCorrupt when it does not verify,
+  // kIo otherwise. Writes (write_checkpoint, drop, flush) on it throw kInvalidArgument.
+  static std::unique_ptr<StateStore> open_read_only(const std::string& dir, const StateStoreOptions& options = {});
+
   ~StateStore();
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;

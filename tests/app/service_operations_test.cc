@@ -1,0 +1,289 @@
+// Operating the service end to end (docs/state.md), against the exact answer of a seeded stream with
+// repeats (state_test_support.h), the embedded broker over TCP in this test process:
+//   - a clean stop (the stop flag; SIGTERM on the real binary) mid-stream, then a restart: zero events
+//     consumed twice (the runs' consumed counts add up to the input), nothing reconciled, nothing lost
+//     and nothing forwarded twice;
+//   - two instances in one consumer group, each with its own state directory and instance name: one is
+//     killed (-9) and restarted, then the other is stopped cleanly and restarted, while the remaining one
+//     keeps running;
+//   - every broker of the cluster down for 10 s mid-stream, then up.
+// Each test prints its counts (duplicates forwarded, lost) and records them as test properties. Fixed
+// seeds; no timing is asserted; every wait is bounded.
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "state_test_support.h"
+
+namespace bloomgate::app {
+namespace {
+
+using namespace test_support;
+using std::chrono::milliseconds;
+
+constexpr std::uint64_t kCleanStopSeed = 6006;
+constexpr std::uint64_t kSigtermSeed = 7007;
+constexpr std::uint64_t kTwoInstancesSeed = 8008;
+constexpr std::uint64_t kTwoInstancesKillSeed = 8009;
+constexpr std::uint64_t kOutageSeed = 9009;
+constexpr double kRepeatShare = 0.3;
+
+std::int64_t output_records(const EmbeddedBroker& broker) { return total(end_offsets(broker, "orders-unique")); }
+
+std::int64_t elapsed_ms(Clock::time_point since) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
+}
+
+// Prints and records the counts, then checks them: nothing forwarded twice, nothing lost (the filter's
+// false positives at 1e-6 over these streams are expected ~0.01: none is allowed for).
+void expect_exact(const GroundTruth& truth, Clock::time_point started) {
+  std::cout << truth.describe() << "; " << elapsed_ms(started) << " ms" << std::endl;
+  ::testing::Test::RecordProperty("duplicates_forwarded", static_cast<int>(truth.duplicates_forwarded));
+  ::testing::Test::RecordProperty("lost", static_cast<int>(truth.lost));
+  ::testing::Test::RecordProperty("offsets_forwarded_twice", static_cast<int>(truth.offsets_twice));
+  ::testing::Test::RecordProperty("keys_forwarded_twice", static_cast<int>(truth.keys_twice));
+  EXPECT_EQ(truth.outside, 0U);
+  EXPECT_EQ(truth.duplicates_forwarded, 0U) << "repeats forwarded";
+  EXPECT_EQ(truth.lost, 0U) << "new events never forwarded";
+  EXPECT_EQ(truth.offsets_twice, 0U) << "input offsets forwarded twice";
+  EXPECT_EQ(truth.keys_twice, 0U) << "keys forwarded twice within the TTL";
+  EXPECT_GT(truth.exact_new, truth.events / 2);
+}
+
+// Waits until the service has restored `partitions` partitions from their checkpoints (it was assigned
+// them and restored them, so a stop now stops a member that owns them).
+bool wait_until_restored(const ServiceThread& service, std::size_t partitions) {
+  const auto deadline = Clock::now() + kWaitLimit;
+  while (Clock::now() < deadline) {
+    std::size_t restored = 0;
+    for (const PartitionReport& partition : service.snapshot().partitions) restored += partition.restored ? 1 : 0;
+    if (restored >= partitions) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+// Waits until the process's stderr holds `fragment` at least `times` times.
+bool wait_for_log(const BloomgateProcess& process, const std::string& fragment, std::size_t times) {
+  const auto deadline = Clock::now() + kWaitLimit;
+  while (occurrences(process.error_output(), fragment) < times) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
+// ---- clean shutdown --------------------------------------------------------------------------------------
+
+TEST(Operations, AStopMidStreamAndARestartReplayNothing) {
+  const auto started = Clock::now();
+  EmbeddedBroker broker;
+  create_topics(broker, {"orders", "orders-unique"}, 4);
+  const std::vector<Event> events = repeating_stream(kCleanStopSeed, 12'000, kRepeatShare);
+  const config::Config config = service_config(broker, "clean-stop", {orders_pipeline()});
+
+  // Three runs on one state directory: the first two are stopped while the stream still arrives (after
+  // consuming 2,000 events), the last once everything is committed.
+  std::uint64_t consumed = 0;
+  std::uint64_t reconciled = 0;
+  {
+    PacedProducer producer(broker, "orders", events, 1'200);
+    for (int run = 0; run < 3; ++run) {
+      ServiceThread service(config, broker);
+      const bool last = run == 2;
+      if (last) {
+        ASSERT_EQ(producer.join(), "");
+        EXPECT_TRUE(wait_until_restored(service, 4)) << "the last run was not assigned its partitions";
+        EXPECT_TRUE(wait_until_committed_to_end(broker, "clean-stop", "orders", std::chrono::seconds(40)));
+      } else {
+        EXPECT_TRUE(service.wait_until_consumed(2'000)) << "run " << run;
+      }
+      const std::optional<RunResult> result = service.stop();
+      ASSERT_TRUE(result && result->exit_code == 0) << "run " << run << ": " << describe(result);
+      const ServiceSnapshot snapshot = service.snapshot();
+      consumed += snapshot.consumed;
+      reconciled += sum_of(snapshot, &PartitionReport::reconciled);
+      std::cout << "run " << run << ": consumed " << snapshot.consumed << ", forwarded " << snapshot.forwarded
+                << ", reconciled " << sum_of(snapshot, &PartitionReport::reconciled) << std::endl;
+      if (run > 0) {
+        for (const PartitionReport& partition : snapshot.partitions) {
+          EXPECT_TRUE(partition.restored) << "run " << run << ": " << partition.topic << "/" << partition.partition;
+        }
+      }
+    }
+  }
+  // Every event consumed exactly once over the three runs: a restart resumed exactly at the offset the
+  // stop committed (a replay would be consumed, and dropped as a duplicate, unseen in the output).
+  std::cout << "consumed " << consumed << " over 3 runs for " << events.size() << " events, reconciled " << reconciled
+            << std::endl;
+  EXPECT_EQ(consumed, events.size()) << "events consumed again after a clean stop";
+  EXPECT_EQ(reconciled, 0U) << "a clean stop left forwarded events beyond its checkpoint";
+  expect_exact(compare_with_exact_answer(broker, "orders", "orders-unique"), started);
+}
+
+TEST(Operations, SigtermMidStreamAndARestartOfTheBinaryReplayNothing) {
+  const auto started = Clock::now();
+  EmbeddedBroker broker;
+  create_topics(broker, {"orders", "orders-unique"}, 4);
+  const std::vector<Event> events = repeating_stream(kSigtermSeed, 12'000, kRepeatShare);
+  const TempDir dir;
+  const std::string yaml = dir.file(
+      "bloomgate.yaml", run_config_head(broker.bootstrap_servers(), "sigterm", dir.path("state")) + orders_pipeline_yaml());
+
+  std::uint64_t consumed = 0;
+  std::uint64_t reconciled = 0;
+  {
+    PacedProducer producer(broker, "orders", events, 1'200);
+    for (int run = 0; run < 3; ++run) {
+      BloomgateProcess bloomgate(yaml, dir.file("stdout-" + std::to_string(run)), dir.file("stderr-" + std::to_string(run)));
+      const bool last = run == 2;
+      if (last) {
+        ASSERT_EQ(producer.join(), "");
+        EXPECT_TRUE(wait_for_log(bloomgate, "restored from the checkpoint", 4)) << bloomgate.output();
+        EXPECT_TRUE(wait_until_committed_to_end(broker, "sigterm", "orders", std::chrono::seconds(40)));
+      } else {
+        EXPECT_TRUE(wait_for_output(broker, "orders-unique", output_records(broker) + 1'500)) << "run " << run;
+      }
+      bloomgate.signal(SIGTERM);
+      const std::optional<int> exit_code = bloomgate.wait(kWaitLimit);
+      const std::string log = bloomgate.error_output();
+      ASSERT_EQ(exit_code, std::optional<int>(0)) << "run " << run << ":\n" << log;
+      const std::optional<std::uint64_t> run_consumed = consumed_in_log(log);
+      ASSERT_TRUE(run_consumed.has_value()) << log;
+      consumed += *run_consumed;
+      reconciled += reconciled_in_log(log);
+      std::cout << "run " << run << ": consumed " << *run_consumed << ", reconciled " << reconciled_in_log(log)
+                << ", partitions restored " << occurrences(log, "restored from the checkpoint") << std::endl;
+      if (run > 0) {
+        EXPECT_EQ(occurrences(log, "restored from the checkpoint"), 4U) << log;
+      }
+    }
+  }
+  std::cout << "consumed " << consumed << " over 3 runs for " << events.size() << " events, reconciled " << reconciled
+            << std::endl;
+  EXPECT_EQ(consumed, events.size()) << "events consumed again after SIGTERM";
+  EXPECT_EQ(reconciled, 0U);
+  expect_exact(compare_with_exact_answer(broker, "orders", "orders-unique"), started);
+}
+
+// ---- two instances ----------------------------------------------------------------------------------------
+
+// A: the real binary (killed with SIGKILL, restarted); B: a Service on a thread (stopped with its stop
+// flag, restarted). One group, cooperative-sticky, static membership by instance name, a state directory
+// each. The stream keeps arriving throughout.
+TEST(Operations, TwoInstancesOneKilledOneStoppedNeitherLoseNorDuplicate) {
+  const auto started = Clock::now();
+  EmbeddedBroker broker;
+  create_topics(broker, {"orders", "orders-unique"}, 8);
+  const std::vector<Event> events = repeating_stream(kTwoInstancesSeed, 36'000, kRepeatShare);
+  const TempDir dir;
+  std::string yaml_a = run_config_head(broker.bootstrap_servers(), "two", dir.path("state-a")) + orders_pipeline_yaml();
+  yaml_a.replace(yaml_a.find("  group_id: two\n"), 15, "  group_id: two\n  instance_name: member-a");
+  const std::string config_a = dir.file("a.yaml", yaml_a);
+  config::Config config_b = service_config(broker, "two", {orders_pipeline()});
+  config_b.kafka.instance_name = "member-b";
+
+  std::mt19937_64 random(kTwoInstancesKillSeed);
+  std::uniform_int_distribution<std::int64_t> growth(500, 2'500);
+  const auto grow = [&](const std::string& what) {
+    const std::int64_t target = output_records(broker) + growth(random);
+    const bool reached = wait_for_output(broker, "orders-unique", target);
+    std::cout << what << " at " << output_records(broker) << " output records (" << elapsed_ms(started) << " ms)"
+              << std::endl;
+    return reached;
+  };
+  std::string logs;
+  std::uint64_t b_consumed = 0;
+  {
+    PacedProducer producer(broker, "orders", events, 1'500);
+    std::optional<ServiceThread> b(std::in_place, config_b, broker);
+    {
+      BloomgateProcess a(config_a, dir.file("a-stdout-0"), dir.file("a-stderr-0"));
+      ASSERT_TRUE(grow("A killed")) << a.output();
+      a.signal(SIGKILL);
+      EXPECT_EQ(a.wait(kWaitLimit), std::nullopt) << "A was not killed";
+    }
+    ASSERT_TRUE(grow("A restarted (B ran alone)"));
+    BloomgateProcess a(config_a, dir.file("a-stdout-1"), dir.file("a-stderr-1"));
+    ASSERT_TRUE(grow("B stopped")) << a.output();
+    const std::optional<RunResult> stopped = b->stop();
+    ASSERT_TRUE(stopped && stopped->exit_code == 0) << describe(stopped);
+    b_consumed += b->snapshot().consumed;
+    b.reset();
+    ASSERT_TRUE(grow("B restarted (A ran alone)")) << a.output();
+    b.emplace(config_b, broker);
+    ASSERT_EQ(producer.join(), "");
+    const bool finished = wait_until_committed_to_end(broker, "two", "orders", std::chrono::seconds(45));
+    a.signal(SIGTERM);
+    const std::optional<int> a_exit = a.wait(kWaitLimit);
+    const std::optional<RunResult> b_exit = b->stop();
+    b_consumed += b->snapshot().consumed;
+    logs = read_file(dir.path("a-stderr-0")) + read_file(dir.path("a-stderr-1"));
+    if (!finished) {
+      std::string where;
+      const auto committed = committed_offsets(broker, "two", "orders");
+      for (const auto& [partition, end] : end_offsets(broker, "orders")) {
+        where += " " + std::to_string(partition) + ": " + std::to_string(committed.at(partition)) + "/" + std::to_string(end);
+      }
+      for (const PartitionReport& p : b->snapshot().partitions) {
+        where += "\nB " + p.topic + "/" + std::to_string(p.partition) + (p.assigned ? " assigned" : "") + " next " +
+                 std::to_string(p.next_offset) + " consumed " + std::to_string(p.consumed);
+      }
+      FAIL() << "the group did not commit the whole input: committed/end" << where << "\n" << a.output();
+    }
+    EXPECT_EQ(a_exit, std::optional<int>(0)) << a.output();
+    EXPECT_TRUE(b_exit && b_exit->exit_code == 0) << describe(b_exit);
+  }
+  // What A did, for the record (its log is gone with the temporary directory).
+  for (std::size_t begin = 0, end = 0; begin < logs.size(); begin = end + 1) {
+    end = logs.find('\n', begin);
+    if (end == std::string::npos) end = logs.size();
+    const std::string line = logs.substr(begin, end - begin);
+    for (const char* fragment : {"assigned ", "revoked ", "lost ", "restored from", "rebuilt", "reconciled against",
+                                 "[bloomgate] stop", "warning [bloomgate]", "error [bloomgate]"}) {
+      if (line.find(fragment) != std::string::npos) {
+        std::cout << "A: " << line.substr(0, 300) << "\n";
+        break;
+      }
+    }
+  }
+  std::cout << "A restored " << occurrences(logs, "restored from the checkpoint") << " partition(s) and reconciled "
+            << reconciled_in_log(logs) << " event(s); B consumed " << b_consumed << std::endl;
+  expect_exact(compare_with_exact_answer(broker, "orders", "orders-unique"), started);
+}
+
+// ---- broker outage ------------------------------------------------------------------------------------------
+
+TEST(Operations, EveryBrokerDownForTenSecondsMidStream) {
+  const auto started = Clock::now();
+  EmbeddedBroker broker(3);
+  create_topics(broker, {"orders", "orders-unique"}, 4);
+  const std::vector<Event> events = repeating_stream(kOutageSeed, 16'000, kRepeatShare);
+  const config::Config config = service_config(broker, "outage", {orders_pipeline()});
+
+  std::optional<RunResult> result;
+  ServiceSnapshot snapshot;
+  {
+    PacedProducer producer(broker, "orders", events, 1'000);
+    ServiceThread service(config, broker);
+    ASSERT_TRUE(wait_for_output(broker, "orders-unique", 3'000));
+    const std::int64_t before = output_records(broker);  // the broker cannot be asked while it is down
+    ASSERT_TRUE(broker.set_broker_down(-1).ok());
+    std::cout << "all brokers down at " << before << " output records (" << elapsed_ms(started) << " ms)" << std::endl;
+    std::this_thread::sleep_for(10s);
+    ASSERT_TRUE(broker.set_broker_up(-1).ok());
+    std::cout << "all brokers up after 10 s (" << elapsed_ms(started) << " ms)" << std::endl;
+    ASSERT_EQ(producer.join(), "");
+    EXPECT_TRUE(wait_until_committed_to_end(broker, "outage", "orders", std::chrono::seconds(50)));
+    result = service.stop();
+    snapshot = service.snapshot();
+  }
+  ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
+  std::cout << "consumed " << snapshot.consumed << " of " << events.size() << ", reconciled "
+            << sum_of(snapshot, &PartitionReport::reconciled) << ", checkpoint failures "
+            << sum_of(snapshot, &PartitionReport::checkpoint_failures) << std::endl;
+  expect_exact(compare_with_exact_answer(broker, "orders", "orders-unique"), started);
+}
+
+}  // namespace
+}  // namespace bloomgate::app
