@@ -24,6 +24,7 @@
 #include "bloomgate/connectors/client_hooks.h"
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/message.h"
+#include "output_reconciler.h"
 
 namespace bloomgate::app {
 
@@ -47,13 +48,7 @@ struct RebuildResult {
 // Progress while reading: records read so far and how many the read covers in all (end - start).
 using RebuildProgress = std::function<void(std::uint64_t read, std::uint64_t total)>;
 
-struct RebuildOptions {
-  connectors::KafkaConfig config;  // brokers and the user's kafka.properties
-  connectors::ClientHooks hooks;
-  std::string group_id;            // required by the consumer; never joined, never committed for
-  // The read fails when no record arrives for this long while records before end_offset are unread.
-  std::chrono::milliseconds idle_timeout{30'000};
-  std::chrono::milliseconds request_timeout{10'000};  // one watermark or ListOffsets question
+struct RebuildOptions : SideReaderOptions {
   std::chrono::milliseconds progress_interval{1'000};
 };
 

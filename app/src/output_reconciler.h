@@ -49,15 +49,17 @@ struct ReconcileResult {
   bool output_behind = false;  // output_from > output_end: the output lost records the checkpoint counted
 };
 
-struct ReconcileOptions {
+// The options of a short-lived reader outside the group (the output reconciler, the input rebuilder).
+struct SideReaderOptions {
   connectors::KafkaConfig config;  // brokers and the user's kafka.properties
   connectors::ClientHooks hooks;
   std::string group_id;            // required by the consumer; never joined, never committed for
-  // The read fails when no record arrives for this long while records below the high watermark are
-  // still unread (a slow but moving read is not cut off).
+  // The read fails when no record arrives for this long while records it must read are still unread (a
+  // slow but moving read is not cut off).
   std::chrono::milliseconds idle_timeout{30'000};
-  std::chrono::milliseconds request_timeout{10'000};  // one watermark question
+  std::chrono::milliseconds request_timeout{10'000};  // one watermark or offset question
 };
+using ReconcileOptions = SideReaderOptions;
 
 // One result per request, in the same order. Throws std::runtime_error when the watermarks cannot be
 // asked or the output cannot be read to its high watermark in time: the caller must not guess.

@@ -103,6 +103,15 @@ class FprProbe {
   std::uint64_t window_hits_ = 0;
 };
 
+// The event as key extraction sees it. Only a key taken from a header needs the headers as views (into
+// `storage`, reused); the output detaches them from the record instead.
+EventView event_of(const connectors::ConsumedMessage& message, const config::PipelineSettings& pipeline,
+                   std::vector<connectors::HeaderView>& storage) {
+  storage.clear();
+  if (pipeline.key.from == config::KeySource::kHeader) storage = message.headers();
+  return {message.key(), message.value().value_or(std::string_view{}), storage};
+}
+
 // The live state of one assigned input partition.
 struct PartitionWorker {
   // With an empty filter.
@@ -438,10 +447,7 @@ class Service::Impl {
     if (worker == nullptr) return;  // fetched just before its partition was revoked: the next owner has it
     const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
     const auto started = timed ? Clock::now() : Clock::time_point{};
-    // Only a key taken from a header needs the headers as views; the output detaches them instead.
-    const std::vector<connectors::HeaderView> original =
-        worker->pipeline->key.from == config::KeySource::kHeader ? message.headers() : std::vector<connectors::HeaderView>{};
-    const EventView event{message.key(), message.value().value_or(std::string_view{}), original};
+    const EventView event = event_of(message, *worker->pipeline, header_views_);
     const Verdict verdict = worker->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
     PartitionReport& report = *worker->report;
     if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
@@ -783,6 +789,17 @@ class Service::Impl {
     }
   }
 
+  // A reader outside the group, named after the group so operators can tell whose it is.
+  SideReaderOptions side_reader_options(const std::string& role) const {
+    SideReaderOptions options;
+    options.config = client_config(ClientRole::kOther);
+    options.hooks = options_.hooks;
+    options.group_id = config_.kafka.group_id + "." + role;
+    options.idle_timeout = kReconcileIdleTimeout;
+    options.request_timeout = kMetadataTimeout;
+    return options;
+  }
+
   // Step 3 of the invariant (input_rebuilder.h): fills a fresh worker's filter from the input history
   // before its committed offset, producing nothing. A read that fails leaves what was inserted (a
   // partial window still drops more repeats than none) and is logged; consumption goes on.
@@ -792,19 +809,13 @@ class Service::Impl {
                            std::chrono::duration_cast<std::chrono::milliseconds>(worker.pipeline->ttl),
                            worker.pipeline->time == config::TimeSource::kProcessing};
     RebuildOptions options;
-    options.config = client_config(ClientRole::kOther);
-    options.hooks = options_.hooks;
-    options.group_id = config_.kafka.group_id + ".rebuilder";
-    options.idle_timeout = kReconcileIdleTimeout;
-    options.request_timeout = kMetadataTimeout;
+    static_cast<SideReaderOptions&>(options) = side_reader_options("rebuilder");
     report.rebuilding = true;
     spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms)",
                  connectors::to_string(worker.id), worker.next_offset, request.ttl.count());
     const auto insert = [&](connectors::ConsumedMessage& message) {
-      const std::vector<connectors::HeaderView> headers =
-          worker.pipeline->key.from == config::KeySource::kHeader ? message.headers() : std::vector<connectors::HeaderView>{};
-      const EventView event{message.key(), message.value().value_or(std::string_view{}), headers};
-      (void)worker.deduplicator.decide(event, message.timestamp_ms().value_or(-1));
+      (void)worker.deduplicator.decide(event_of(message, *worker.pipeline, header_views_),
+                                       message.timestamp_ms().value_or(-1));
       ++report.rebuild_events;
     };
     const auto progress = [&](std::uint64_t read, std::uint64_t total) {
@@ -838,12 +849,7 @@ class Service::Impl {
   // delivered beyond its start, and its output floor. Throws when the output cannot be read.
   void reconcile(const std::vector<ReconcileRequest>& requests, const std::vector<PartitionWorker*>& workers) {
     if (requests.empty()) return;
-    ReconcileOptions options;
-    options.config = client_config(ClientRole::kOther);
-    options.hooks = options_.hooks;
-    options.group_id = config_.kafka.group_id + ".reconciler";
-    options.idle_timeout = kReconcileIdleTimeout;
-    options.request_timeout = kMetadataTimeout;
+    const ReconcileOptions options = side_reader_options("reconciler");
     const auto started = Clock::now();
     const std::vector<ReconcileResult> results = reconcile_outputs(requests, *admin_, options);
     for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -1121,6 +1127,7 @@ class Service::Impl {
   const rd_kafka_topic_t* cached_topic_ = nullptr;
   std::int32_t cached_partition_ = -1;
 
+  std::vector<connectors::HeaderView> header_views_;  // event_of()'s storage, reused event after event
   std::uint64_t consumed_since_producer_poll_ = 0;
   std::uint64_t events_since_timing_ = 0;
   LatencyHistogram processing_latency_;
