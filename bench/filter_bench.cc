@@ -37,6 +37,7 @@
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
 #include "exact_ttl_set.h"
+#include "json_writer.h"
 #include "split_block_bloom.h"
 
 namespace bloomgate::bench {
@@ -655,58 +656,7 @@ void print_targets(const std::vector<Target>& ts) {
 }
 
 // ------------------------------------------------------------------------------------------------------
-// JSON (hand-written: flat figures, NaN as null).
-
-class Json {
- public:
-  void open(const char* key, char bracket) {
-    comma();
-    if (key != nullptr) out_ << '"' << key << "\":";
-    out_ << bracket;
-    first_ = true;
-  }
-  void close(char bracket) {
-    out_ << bracket;
-    first_ = false;
-  }
-  void num(const char* key, double v) {
-    comma();
-    out_ << '"' << key << "\":";
-    if (std::isfinite(v)) {
-      char buf[40];
-      std::snprintf(buf, sizeof buf, "%.17g", v);
-      out_ << buf;
-    } else {
-      out_ << "null";
-    }
-  }
-  void u64(const char* key, std::uint64_t v) {
-    comma();
-    out_ << '"' << key << "\":" << v;
-  }
-  void str(const char* key, const std::string& v) {
-    comma();
-    out_ << '"' << key << "\":\"";
-    for (char c : v) {
-      if (c == '"' || c == '\\') out_ << '\\';
-      if (static_cast<unsigned char>(c) >= 0x20) out_ << c;
-    }
-    out_ << '"';
-  }
-  void boolean(const char* key, bool v) {
-    comma();
-    out_ << '"' << key << "\":" << (v ? "true" : "false");
-  }
-  std::string text() const { return out_.str(); }
-
- private:
-  void comma() {
-    if (!first_) out_ << ',';
-    first_ = false;
-  }
-  std::ostringstream out_;
-  bool first_ = true;
-};
+// JSON: json_writer.h (flat figures, NaN as null).
 
 void json_timing(Json& j, const char* key, const Timing& t) {
   j.open(key, '{');

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -57,6 +58,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
+#include "json_writer.h"
 #include "progress_plugin.h"
 
 namespace bloomgate::bench {
@@ -103,6 +105,14 @@ struct Options {
   double warmup_share = 0.30;  // the measured span starts once this share of the events is consumed
   bool bench_properties = true;  // the consumer settings below, on both sides (see kBenchProperties)
   int checkpoint_ms = 5'000;
+  // --checkpoint-ab: extra service-only round pairs, a checkpoint every `ab_on_ms` against every
+  // `ab_off_ms` (an hour: effectively off, the only checkpoints are at assignment and at shutdown).
+  bool checkpoint_ab = false;
+  int ab_rounds = 3;
+  int ab_on_ms = 1'000;
+  int ab_off_ms = 3'600'000;
+  double ab_target = 0.95;
+  std::string json;  // every printed figure, for scripts/bench
   int breakdown_reps = 5;
   int input_linger_ms = 1'000;          // pre-production only: large input record batches (see pre_produce)
   int input_batch_messages = 10'000;
@@ -420,6 +430,8 @@ struct RoundResult {
   std::uint64_t consumed = 0;
   std::uint64_t produced = 0;  // records written to the output topic
   std::uint64_t duplicates = 0;
+  std::uint64_t commits = 0;   // the service's offset commits, one per checkpoint (shutdown's included)
+  double run_seconds = kNaN;   // Service::run() from start to stop, group join and shutdown included
 };
 
 // A consume loop with the service's cadence (consumer poll 100 ms; producer poll every 1024 events or on
@@ -505,7 +517,8 @@ RoundResult run_passthrough(const Setup& setup, const std::string& group, const 
   return result;
 }
 
-config::Config service_config(const Setup& setup, const std::string& group, const std::string& output) {
+config::Config service_config(const Setup& setup, const std::string& group, const std::string& output,
+                              int checkpoint_ms) {
   const Options& options = setup.options;
   config::Config config;
   config.kafka.brokers = setup.broker.bootstrap_servers();
@@ -513,7 +526,7 @@ config::Config service_config(const Setup& setup, const std::string& group, cons
   config.kafka.properties = setup.properties;
   // Every client of the service loads the progress plugin; only its consumer gets the interceptor.
   config.kafka.properties["plugin.library.paths"] = setup.plugin_path;
-  config.state.checkpoint_interval = milliseconds(options.checkpoint_ms);
+  config.state.checkpoint_interval = milliseconds(checkpoint_ms);
   config.state.dir = setup.state_root + "/" + group;  // fresh per round: no state carried between rounds
   config.shutdown.grace_period = std::chrono::seconds(60);
   config::PipelineSettings pipeline;
@@ -535,7 +548,7 @@ config::Config service_config(const Setup& setup, const std::string& group, cons
   return config;
 }
 
-RoundResult run_service(const Setup& setup, const std::string& group, const std::string& output) {
+RoundResult run_service(const Setup& setup, const std::string& group, const std::string& output, int checkpoint_ms) {
   create_topic(setup, output);
   const std::uint64_t total = setup.options.events;
   std::atomic<bool> stop{false};
@@ -559,7 +572,8 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
       stop.store(true);
     }
   };
-  app::Service service(service_config(setup, group, output), std::move(service_options));
+  app::Service service(service_config(setup, group, output, checkpoint_ms), std::move(service_options));
+  const auto run_started = Clock::now();
   app::RunResult run_result;
   progress::start(total, milliseconds(setup.options.sample_ms), &stop);
   // Service::run() runs on the calling thread, as `bloomgate run` runs it (on main), and as the passthrough
@@ -571,6 +585,7 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
   } else {
     run_result = service.run();
   }
+  const double run_seconds = seconds_between(run_started, Clock::now());
   const std::vector<progress::Sample> samples = progress::stop();
   if (run_result.exit_code != 0) throw std::runtime_error("service: " + run_result.error);
   if (!stall.empty()) throw std::runtime_error("service: " + stall);
@@ -583,6 +598,8 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
   result.consumed = final_state.consumed;
   result.produced = final_state.forwarded;
   result.duplicates = final_state.duplicates;
+  result.commits = final_state.commits;
+  result.run_seconds = run_seconds;
   return result;
 }
 
@@ -801,6 +818,221 @@ PartFigures measure_consume(const Setup& setup, const std::string& group) {
 }
 
 // ------------------------------------------------------------------------------------------------------
+// --checkpoint-ab: the service with a checkpoint every second against the same service with checkpoints
+// effectively off (issue 4: at least 0.95 x). Service-only round pairs on the same input; the order within
+// a pair alternates, so neither side always runs second. The measured span is the same as the rounds'
+// (from --warmup-share of the events to the last sample): give it enough events to hold several
+// checkpoints, and read the commits column, which counts them.
+
+struct AbPair {
+  RoundResult on;   // a checkpoint every ab_on_ms
+  RoundResult off;  // every ab_off_ms
+  double ratio = kNaN;  // on / off, events/s
+};
+
+std::vector<AbPair> run_checkpoint_ab(const Setup& setup) {
+  const Options& o = setup.options;
+  std::vector<AbPair> pairs;
+  for (int round = 1; round <= o.ab_rounds; ++round) {
+    const std::string r = std::to_string(round);
+    AbPair pair;
+    const auto run_on = [&] { pair.on = run_service(setup, "bench-ab-on-" + r, "bench-ab-on-out-" + r, o.ab_on_ms); };
+    const auto run_off = [&] { pair.off = run_service(setup, "bench-ab-off-" + r, "bench-ab-off-out-" + r, o.ab_off_ms); };
+    std::fprintf(stderr, "service_bench: checkpoint A/B %d/%d ...\n", round, o.ab_rounds);
+    if (round % 2 == 1) {
+      run_on();
+      run_off();
+    } else {
+      run_off();
+      run_on();
+    }
+    pair.ratio = pair.on.figures.events_per_second / pair.off.figures.events_per_second;
+    pairs.push_back(pair);
+  }
+  return pairs;
+}
+
+double ab_median(const std::vector<AbPair>& pairs) {
+  std::vector<double> ratios;
+  for (const AbPair& p : pairs) ratios.push_back(p.ratio);
+  return median(ratios);
+}
+
+void print_checkpoint_ab(const Options& o, const std::vector<AbPair>& pairs) {
+  const double ratio = ab_median(pairs);
+  std::printf("CHECKPOINT A/B: the service with a checkpoint every %d ms / every %d ms (effectively off), median of %zu "
+              "pairs\n",
+              o.ab_on_ms, o.ab_off_ms, pairs.size());
+  std::printf("  %-34s %8.3f   target >= %.2f   %s\n", "input events/s", ratio, o.ab_target,
+              std::isnan(ratio) ? "n/a" : ratio >= o.ab_target ? "PASS" : "MISS");
+  std::printf("  %-5s %-14s %11s %9s %11s %8s %8s\n", "round", "checkpoints", "events/s", "CPU ns/ev", "loop ns/ev",
+              "commits", "run s");
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    for (const auto& [name, r] : {std::pair<const char*, const RoundResult*>{"every 1 s", &pairs[i].on},
+                                  std::pair<const char*, const RoundResult*>{"off", &pairs[i].off}}) {
+      std::printf("  %-5zu %-14s %11s %9.0f %11.0f %8llu %8.2f\n", i + 1, name,
+                  grouped(static_cast<std::uint64_t>(std::isnan(r->figures.events_per_second) ? 0 : r->figures.events_per_second)).c_str(),
+                  r->figures.cpu_ns_per_event, r->figures.thread_cpu_ns_per_event,
+                  static_cast<unsigned long long>(r->commits), r->run_seconds);
+    }
+    std::printf("  %-5zu %-14s %11.3f\n", i + 1, "ratio", pairs[i].ratio);
+  }
+  std::printf("  (commits: the service's offset commits, one per checkpoint, the one at shutdown included; run s: the\n"
+              "   whole Service::run(), ~3 s of group join included; the measured span is the rounds' span)\n\n");
+}
+
+// ------------------------------------------------------------------------------------------------------
+// --json: every figure the program prints, NaN as null.
+
+struct Report {
+  std::string load_at_start;
+  std::string load_at_end;
+  std::map<std::string, std::string> properties;
+  double speed_ratio = kNaN;
+  double cpu_ratio = kNaN;
+  std::vector<double> rate_ratios;
+  std::vector<double> cpu_ratios;
+  std::vector<RoundResult> passthrough;
+  std::vector<RoundResult> service;
+  bool breakdown = false;
+  Breakdown b;
+  double snapshot_ns_per_event = kNaN;
+  std::vector<AbPair> ab;
+  double total_seconds = kNaN;
+};
+
+void json_figures(Json& j, const char* key, const RunFigures& f) {
+  j.open(key, '{');
+  j.num("events_per_second", f.events_per_second);
+  j.num("cpu_ns_per_event", f.cpu_ns_per_event);
+  j.num("cores", f.cores);
+  j.num("loop_cpu_ns_per_event", f.thread_cpu_ns_per_event);
+  j.num("loop_busy", f.thread_busy);
+  j.num("span_seconds", f.span_seconds);
+  j.u64("span_events", f.span_events);
+  j.close('}');
+}
+
+void json_round(Json& j, const char* key, const RoundResult& r) {
+  j.open(key, '{');
+  json_figures(j, "figures", r.figures);
+  j.u64("consumed", r.consumed);
+  j.u64("produced", r.produced);
+  j.u64("duplicates", r.duplicates);
+  j.u64("commits", r.commits);
+  j.num("run_seconds", r.run_seconds);
+  j.close('}');
+}
+
+void json_part(Json& j, const char* key, const PartFigures& f) {
+  j.open(key, '{');
+  j.num("process_cpu_ns_per_event", f.cpu_ns_per_event);
+  j.num("thread_cpu_ns_per_event", f.thread_ns_per_event);
+  j.num("events_per_second", f.events_per_second);
+  j.close('}');
+}
+
+void json_target(Json& j, const std::string& name, double reached, double limit) {
+  j.open(nullptr, '{');
+  j.str("target", name);
+  j.num("reached", reached);
+  j.num("limit", limit);
+  j.str("result", std::isnan(reached) ? "n/a" : reached >= limit ? "PASS" : "MISS");
+  j.close('}');
+}
+
+void json_breakdown(Json& j, const Breakdown& b, double snapshot_ns) {
+  j.open("breakdown", '{');
+  j.num("extract_ns", b.extract_ns);
+  j.num("filter_ns", b.filter_ns);
+  j.num("decide_ns", b.decide_ns);
+  j.num("header_objects_ns", b.header_objects_ns);
+  j.num("snapshot_us", b.snapshot_us);
+  j.num("snapshot_ns_per_event", snapshot_ns);
+  j.num("forwarded_share", b.forwarded_share);
+  j.u64("filter_slices", b.filter_slices);
+  j.num("filter_kib", b.filter_kib);
+  json_part(j, "consume", b.consume);
+  json_part(j, "produce_plain", b.produce_plain);
+  json_part(j, "produce_headers", b.produce_headers);
+  json_part(j, "produce_service", b.produce_service);
+  j.close('}');
+}
+
+void json_ab(Json& j, const Options& o, const std::vector<AbPair>& pairs) {
+  j.open("checkpoint_ab", '{');
+  j.u64("on_interval_ms", static_cast<std::uint64_t>(o.ab_on_ms));
+  j.u64("off_interval_ms", static_cast<std::uint64_t>(o.ab_off_ms));
+  j.num("events_per_second_ratio", ab_median(pairs));
+  j.num("target", o.ab_target);
+  j.open("rounds", '[');
+  for (const AbPair& p : pairs) {
+    j.open(nullptr, '{');
+    json_round(j, "on", p.on);
+    json_round(j, "off", p.off);
+    j.num("ratio", p.ratio);
+    j.close('}');
+  }
+  j.close(']');
+  j.close('}');
+}
+
+void json_head(Json& j, const Options& o, const Workload& w, const Report& r) {
+  j.str("benchmark", "service_bench");
+  j.u64("events", o.events);
+  j.u64("partitions", static_cast<std::uint64_t>(o.partitions));
+  j.u64("value_bytes", o.value_bytes);
+  j.num("repeat_share", o.repeat_share);
+  j.u64("new_keys", w.new_keys);
+  j.u64("seed", o.seed);
+  j.u64("round_pairs", static_cast<std::uint64_t>(o.rounds));
+  j.str("sides", o.sides);
+  j.u64("checkpoint_ms", static_cast<std::uint64_t>(o.checkpoint_ms));
+  j.u64("hardware_concurrency", std::thread::hardware_concurrency());
+  j.str("load_average_start", r.load_at_start);
+  j.str("load_average_end", r.load_at_end);
+  j.open("librdkafka_properties", '{');
+  for (const auto& [k, v] : r.properties) j.str(k.c_str(), v);
+  j.close('}');
+  j.num("total_seconds", r.total_seconds);
+}
+
+std::string to_json(const Options& o, const Workload& w, const Report& r) {
+  Json j;
+  j.open(nullptr, '{');
+  json_head(j, o, w, r);
+  j.num("events_per_second_ratio", r.speed_ratio);
+  j.num("cpu_per_event_ratio", r.cpu_ratio);
+  j.open("rounds", '[');
+  for (std::size_t i = 0; i < r.service.size(); ++i) {
+    j.open(nullptr, '{');
+    json_round(j, "passthrough", r.passthrough[i]);
+    json_round(j, "service", r.service[i]);
+    j.num("events_per_second_ratio", r.rate_ratios[i]);
+    j.num("cpu_per_event_ratio", r.cpu_ratios[i]);
+    j.close('}');
+  }
+  j.close(']');
+  if (r.breakdown) json_breakdown(j, r.b, r.snapshot_ns_per_event);
+  if (o.checkpoint_ab) json_ab(j, o, r.ab);
+  j.open("targets", '[');
+  if (!r.service.empty()) json_target(j, "service events/s >= 0.9 x passthrough", r.speed_ratio, o.target);
+  if (o.checkpoint_ab) {
+    json_target(j, "checkpoint every second >= 0.95 x checkpoints off, events/s", ab_median(r.ab), o.ab_target);
+  }
+  j.close(']');
+  j.close('}');
+  return j.text() + "\n";
+}
+
+bool write_json(const Options& o, const Workload& w, const Report& r) {
+  std::ofstream out(o.json);
+  out << to_json(o, w, r);
+  if (!out) std::fprintf(stderr, "service_bench: cannot write %s\n", o.json.c_str());
+  return static_cast<bool>(out);
+}
+
+// ------------------------------------------------------------------------------------------------------
 // The run
 
 int run(const Options& options) {
@@ -858,15 +1090,17 @@ int run(const Options& options) {
     std::fprintf(stderr, "service_bench: round %d/%d: service ...\n", round, options.rounds);
     service.push_back(options.sides == "passthrough"
                           ? RoundResult{}
-                          : run_service(setup, "bench-service-" + r, "bench-service-out-" + r));
+                          : run_service(setup, "bench-service-" + r, "bench-service-out-" + r, options.checkpoint_ms));
   }
 
+  std::vector<AbPair> ab;
+  if (options.checkpoint_ab) ab = run_checkpoint_ab(setup);
   perf_command("disable\n");
 
   Breakdown b;
   if (!options.skip_breakdown) {
     std::fprintf(stderr, "service_bench: CPU breakdown ...\n");
-    const config::Config config = service_config(setup, "unused", "unused");
+    const config::Config config = service_config(setup, "unused", "unused", options.checkpoint_ms);
     std::vector<bool> forwarded;
     b = measure_breakdown(setup, config.pipelines.front(), forwarded);
     b.consume = measure_consume(setup, "bench-consume-only");
@@ -909,50 +1143,58 @@ int run(const Options& options) {
     return text.empty() ? std::string("(defaults)") : text;
   }().c_str());
 
-  std::printf("RATIOS service / passthrough (median of %d alternated round pairs)\n", options.rounds);
-  std::printf("  %-34s %8.3f   target >= %.2f   %s\n", "input events/s", speed_ratio, options.target,
-              std::isnan(speed_ratio) ? "n/a" : speed_ratio >= options.target ? "PASS" : "MISS");
-  std::printf("  %-34s %8.3f   (higher = the service spends more CPU per event)\n\n", "process CPU per event",
-              cpu_per_event_ratio);
+  if (!service.empty()) {  // --sides none runs no rounds: nothing to compare
+    std::printf("RATIOS service / passthrough (median of %d alternated round pairs)\n", options.rounds);
+    std::printf("  %-34s %8.3f   target >= %.2f   %s\n", "input events/s", speed_ratio, options.target,
+                std::isnan(speed_ratio) ? "n/a" : speed_ratio >= options.target ? "PASS" : "MISS");
+    std::printf("  %-34s %8.3f   (higher = the service spends more CPU per event)\n\n", "process CPU per event",
+                cpu_per_event_ratio);
 
-  std::printf("ROUNDS (from %.0f%% of the events consumed to the last sample before all; samples every %d ms)\n",
-              options.warmup_share * 100, options.sample_ms);
-  std::printf("  %-5s %-12s %11s %9s %7s %11s %8s %7s %10s %6s\n", "round", "side", "events/s", "CPU ns/ev", "cores",
-              "loop ns/ev", "loop busy", "span s", "produced", "dup%");
-  const auto print_round = [&](const std::string& round, const char* name, const RunFigures& f, const std::string& produced,
-                               const std::string& dup) {
-    std::printf("  %-5s %-12s %11s %9.0f %7.2f %11.0f %8.0f%% %7.2f %10s %6s\n", round.c_str(), name,
-                grouped(static_cast<std::uint64_t>(std::isnan(f.events_per_second) ? 0 : f.events_per_second)).c_str(),
-                f.cpu_ns_per_event, f.cores, f.thread_cpu_ns_per_event, 100 * f.thread_busy, f.span_seconds,
-                produced.c_str(), dup.c_str());
-  };
-  for (std::size_t i = 0; i < service.size(); ++i) {
-    const std::string round = std::to_string(i + 1);
-    print_round(round, "passthrough", passthrough[i].figures, grouped(passthrough[i].produced), "-");
-    char dup[16];
-    std::snprintf(dup, sizeof dup, "%.2f",
-                  100.0 * static_cast<double>(service[i].duplicates) /
-                      static_cast<double>(std::max<std::uint64_t>(service[i].consumed, 1)));
-    print_round(round, "service", service[i].figures, grouped(service[i].produced), dup);
-    std::printf("  %-5s %-12s %11.3f %9.3f %7s %11.3f\n", round.c_str(), "ratio", rate_ratio[i], cpu_ratio[i], "",
-                service[i].figures.thread_cpu_ns_per_event / passthrough[i].figures.thread_cpu_ns_per_event);
+    std::printf("ROUNDS (from %.0f%% of the events consumed to the last sample before all; samples every %d ms)\n",
+                options.warmup_share * 100, options.sample_ms);
+    std::printf("  %-5s %-12s %11s %9s %7s %11s %8s %7s %10s %6s\n", "round", "side", "events/s", "CPU ns/ev", "cores",
+                "loop ns/ev", "loop busy", "span s", "produced", "dup%");
+    const auto print_round = [&](const std::string& round, const char* name, const RunFigures& f, const std::string& produced,
+                                 const std::string& dup) {
+      std::printf("  %-5s %-12s %11s %9.0f %7.2f %11.0f %8.0f%% %7.2f %10s %6s\n", round.c_str(), name,
+                  grouped(static_cast<std::uint64_t>(std::isnan(f.events_per_second) ? 0 : f.events_per_second)).c_str(),
+                  f.cpu_ns_per_event, f.cores, f.thread_cpu_ns_per_event, 100 * f.thread_busy, f.span_seconds,
+                  produced.c_str(), dup.c_str());
+    };
+    for (std::size_t i = 0; i < service.size(); ++i) {
+      const std::string round = std::to_string(i + 1);
+      print_round(round, "passthrough", passthrough[i].figures, grouped(passthrough[i].produced), "-");
+      char dup[16];
+      std::snprintf(dup, sizeof dup, "%.2f",
+                    100.0 * static_cast<double>(service[i].duplicates) /
+                        static_cast<double>(std::max<std::uint64_t>(service[i].consumed, 1)));
+      print_round(round, "service", service[i].figures, grouped(service[i].produced), dup);
+      std::printf("  %-5s %-12s %11.3f %9.3f %7s %11.3f\n", round.c_str(), "ratio", rate_ratio[i], cpu_ratio[i], "",
+                  service[i].figures.thread_cpu_ns_per_event / passthrough[i].figures.thread_cpu_ns_per_event);
+    }
+    for (const auto& [name, rounds] : {std::pair<const char*, const std::vector<RoundResult>*>{"passthrough", &passthrough},
+                                       std::pair<const char*, const std::vector<RoundResult>*>{"service", &service}}) {
+      RunFigures m;
+      m.events_per_second = med(*rounds, &RunFigures::events_per_second);
+      m.cpu_ns_per_event = med(*rounds, &RunFigures::cpu_ns_per_event);
+      m.cores = med(*rounds, &RunFigures::cores);
+      m.thread_cpu_ns_per_event = med(*rounds, &RunFigures::thread_cpu_ns_per_event);
+      m.thread_busy = med(*rounds, &RunFigures::thread_busy);
+      m.span_seconds = med(*rounds, &RunFigures::span_seconds);
+      print_round("med", name, m, "", "");
+    }
+    std::printf("  (CPU ns/ev: whole process, broker included; loop: the thread that polls, i.e. the service thread or\n"
+                "   the passthrough loop; loop busy near 100%% means that thread is the bottleneck)\n\n");
+  } else {
+    std::printf("no passthrough/service rounds (--sides none)\n\n");
   }
-  for (const auto& [name, rounds] : {std::pair<const char*, const std::vector<RoundResult>*>{"passthrough", &passthrough},
-                                     std::pair<const char*, const std::vector<RoundResult>*>{"service", &service}}) {
-    RunFigures m;
-    m.events_per_second = med(*rounds, &RunFigures::events_per_second);
-    m.cpu_ns_per_event = med(*rounds, &RunFigures::cpu_ns_per_event);
-    m.cores = med(*rounds, &RunFigures::cores);
-    m.thread_cpu_ns_per_event = med(*rounds, &RunFigures::thread_cpu_ns_per_event);
-    m.thread_busy = med(*rounds, &RunFigures::thread_busy);
-    m.span_seconds = med(*rounds, &RunFigures::span_seconds);
-    print_round("med", name, m, "", "");
-  }
-  std::printf("  (CPU ns/ev: whole process, broker included; loop: the thread that polls, i.e. the service thread or\n"
-              "   the passthrough loop; loop busy near 100%% means that thread is the bottleneck)\n\n");
 
-  std::vector<std::pair<std::string, double>> missing_check = {
-      {"events/s ratio", speed_ratio}, {"CPU/event ratio", cpu_per_event_ratio}};
+  // The ratios exist only when both sides ran (--sides both, the default).
+  std::vector<std::pair<std::string, double>> missing_check;
+  if (options.sides == "both") {
+    missing_check = {{"events/s ratio", speed_ratio}, {"CPU/event ratio", cpu_per_event_ratio}};
+  }
+  double snapshot_ns_per_event = kNaN;
   if (!options.skip_breakdown) {
     const double service_thread = med(service, &RunFigures::thread_cpu_ns_per_event);
     std::printf("CPU BREAKDOWN: each part alone over the same events, in ns of CPU per input event; \"process\" includes\n"
@@ -985,6 +1227,7 @@ int run(const Options& options) {
     kafka_row("produce as the service does", b.produce_service, note);
     const double per_second = 1000.0 / options.snapshot_ms;
     const double snapshot_ns = b.snapshot_us * 1e3 * per_second / service_rate;
+    snapshot_ns_per_event = snapshot_ns;
     std::snprintf(note, sizeof note, "%.0f us per snapshot of %d filters, %.0f snapshot(s)/s", b.snapshot_us,
                   options.partitions, per_second);
     row("snapshot: filter stats of every partition", snapshot_ns, snapshot_ns, note);
@@ -1008,7 +1251,18 @@ int run(const Options& options) {
       missing_check.emplace_back(name, value);
     }
   }
+  if (options.checkpoint_ab) {
+    print_checkpoint_ab(options, ab);
+    missing_check.emplace_back("checkpoint A/B events/s ratio", ab_median(ab));
+  }
   std::printf("total time %.1f s\n", seconds_between(started, Clock::now()));
+
+  if (!options.json.empty()) {
+    Report report{load_at_start, load_average(), properties, speed_ratio, cpu_per_event_ratio, rate_ratio, cpu_ratio,
+                  passthrough, service, !options.skip_breakdown, b, snapshot_ns_per_event, ab,
+                  seconds_between(started, Clock::now())};
+    if (!write_json(options, workload, report)) return 2;
+  }
 
   std::vector<std::string> missing;
   for (const auto& [name, value] : missing_check) {
@@ -1073,6 +1327,16 @@ int main(int argc, char** argv) {
   app.add_option("--property", options.properties,
                  "librdkafka property key=value for every client of both sides (repeatable)");
   app.add_option("--log-level", options.log_level, "service and librdkafka log level");
+  app.add_flag("--checkpoint-ab", options.checkpoint_ab,
+               "also run service-only round pairs: a checkpoint every --ab-on-ms against every --ab-off-ms");
+  app.add_option("--ab-rounds", options.ab_rounds, "round pairs of --checkpoint-ab (median reported)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--ab-on-ms", options.ab_on_ms, "checkpoint interval of the A side (issue 4: every second)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--ab-off-ms", options.ab_off_ms, "checkpoint interval of the B side (an hour: effectively off)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--ab-target", options.ab_target, "the A/B events/s ratio reported as PASS or MISS");
+  app.add_option("--json", options.json, "also write every figure as JSON to this file");
   CLI11_PARSE(app, argc, argv);
   try {
     return bloomgate::bench::run(options);
