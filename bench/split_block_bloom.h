@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bloomgate/filters/hash.h"
+#include "bloomgate/filters/huge_page_allocator.h"
 
 namespace bloomgate::bench {
 
@@ -115,7 +116,8 @@ class SplitBlockBloom {
     return m;
   }
 
-  std::vector<Block> blocks_;
+  // The same allocator as the filters' slices, so out of cache both pay the same page walks.
+  std::vector<Block, filters::detail::HugePageAllocator<Block>> blocks_;
   std::uint64_t insertions_ = 0;
 };
 

@@ -14,6 +14,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/hash.h"
+#include "bloomgate/filters/huge_page_allocator.h"
 
 namespace bloomgate::filters::detail {
 
@@ -40,7 +41,7 @@ struct BitSlice {
   std::uint32_t hash_index = 0;  // j_s
   std::int64_t stamp_ns = kUnstamped;  // t_s: time of the last insertion it receives; kUnstamped while written
   std::uint64_t generation_insertions = 0;  // insertions of the generation that ended when it was stamped
-  std::vector<std::uint64_t> words;
+  std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> words;
   bool dirty = true;  // changed since the last persisted checkpoint
 
   BitSlice() = default;
