@@ -28,13 +28,17 @@ AgePartitionedFilter::AgePartitionedFilter(const FilterOptions& options)
 AgePartitionedFilter::~AgePartitionedFilter() = default;
 
 bool AgePartitionedFilter::contains_probes(const Probes& probes) const {
-  return detail::k_consecutive_match(slices_, params_.k, probes, [](const BitSlice&) { return true; });
+  const auto match = [&](std::size_t i) { return slices_[i].test(probes); };
+  const auto prefetch = [&](std::size_t i) { slices_[i].prefetch(probes); };
+  return detail::anchored_match(slices_.size(), params_.k, match, prefetch);
 }
 
 bool AgePartitionedFilter::contains(KeyHash key, TimePoint) const { return contains_probes(Probes(key, params_.k)); }
 
 bool AgePartitionedFilter::test_and_insert(KeyHash key, TimePoint) {
   const Probes probes(key, params_.k);
+  // The insertion's lines are requested with the query's, so an absent key's insertion waits for no miss.
+  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
   const bool present = contains_probes(probes);
   if (present && !refresh_on_duplicate_) return true;
   if (generation_inserted_ == generation_size_) shift();

@@ -88,8 +88,13 @@ bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) cons
 }
 
 bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) const {
-  return detail::k_consecutive_match(slices_, params_.k, probes,
-                                     [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+  // An expired slice fails without its line being read.
+  const auto match = [&](std::size_t i) {
+    const BitSlice& slice = slices_[i];
+    return !expired(slice, now_ns) && slice.test(probes);
+  };
+  const auto prefetch = [&](std::size_t i) { slices_[i].prefetch(probes); };
+  return detail::anchored_match(slices_.size(), params_.k, match, prefetch);
 }
 
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
