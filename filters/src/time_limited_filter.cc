@@ -43,12 +43,12 @@ std::uint64_t ceil_div(double numerator, double denominator) {
 }  // namespace
 
 TimeLimitedFilter::TimeLimitedFilter(const FilterOptions& options)
-    : params_(choose_sliced_params(options.error_rate, options.level)),
+    : params_(choose_sliced_params(options.error_rate, sliced_level(options))),
       ttl_ns_(options.ttl.count()),
       error_rate_(options.error_rate),
       expected_per_ttl_(options.expected_per_ttl),
       refresh_on_duplicate_(options.refresh_on_duplicate),
-      level_(options.level),
+      level_(sliced_level(options)),
       max_slices_(options.max_slices != 0 ? options.max_slices : 4ULL * (params_.k + params_.l)),
       max_slice_bits_(options.max_slice_bits != 0 ? options.max_slice_bits : kDefaultMaxSliceBits),
       max_generation_size_(options.max_generation_size != 0 ? options.max_generation_size : kDefaultMaxGeneration),
