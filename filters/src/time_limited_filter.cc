@@ -1,8 +1,10 @@
 #include "bloomgate/filters/time_limited_filter.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "bloomgate/filters/bit_slice.h"
@@ -101,14 +103,46 @@ bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
   return contains_at(Probes(key, params_.k), clamp(now));
 }
 
-bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
+// The lines the query's first round (its anchors) and an absent key's insertion will read, requested together.
+void TimeLimitedFilter::prefetch_first_round(const Probes& probes) const noexcept {
+  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
+  detail::prefetch_anchors(slices_.size(), params_.k, [&](std::size_t i) { slices_[i].prefetch(probes); });
+}
+
+bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const Probes probes(key, params_.k);
-  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
   const bool present = contains_at(probes, now_ns);
   if (!present || refresh_on_duplicate_) insert(probes, now_ns);
   return present;
+}
+
+bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
+  const Probes probes(key, params_.k);
+  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
+  return test_and_insert_probes(probes, now);
+}
+
+// A slide between prefetch and use only makes a prefetched line useless, never an answer wrong.
+void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std::span<const TimePoint> now,
+                                              std::span<bool> present) {
+  if (now.size() != keys.size() || present.size() != keys.size()) {
+    throw std::invalid_argument("test_and_insert_batch: keys, times and answers differ in size");
+  }
+  constexpr std::size_t kAhead = detail::kBatchLookahead;
+  std::array<Probes, kAhead> ahead;
+  for (std::size_t i = 0; i < std::min(kAhead, keys.size()); ++i) {
+    ahead[i] = Probes(keys[i], params_.k);
+    prefetch_first_round(ahead[i]);
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    Probes& probes = ahead[i % kAhead];
+    present[i] = test_and_insert_probes(probes, now[i]);
+    if (i + kAhead < keys.size()) {
+      probes = Probes(keys[i + kAhead], params_.k);
+      prefetch_first_round(probes);
+    }
+  }
 }
 
 void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns) {

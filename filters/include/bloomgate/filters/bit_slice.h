@@ -28,6 +28,7 @@ inline constexpr std::uint64_t kMaxSliceBitsOnDisk = 1ULL << 36;
 // The k probe values of one key, one per hash index j (RedisBloom's mod-k indexing, b.2): the slice
 // with hash index j tests bit fast_range(probe[j], bits).
 struct Probes {
+  Probes() noexcept = default;  // for arrays of keys ahead; assigned before use
   explicit Probes(KeyHash key, std::uint32_t k) noexcept {
     const ProbeSequence sequence(key);
     for (std::uint32_t j = 0; j < k; ++j) value[j] = sequence(j);
@@ -116,6 +117,16 @@ std::size_t run_beside(std::size_t anchor, std::ptrdiff_t step, std::size_t limi
   return limit;
 }
 
+// Keys a batched test-and-insert looks ahead: their first-round lines are requested this many keys early.
+inline constexpr std::size_t kBatchLookahead = 4;
+
+// Requests the anchors of anchored_match: positions congruent to n-k modulo k.
+template <typename Prefetch>
+void prefetch_anchors(std::size_t n, std::uint32_t k, Prefetch prefetch) {
+  if (k == 0 || n < k) return;
+  for (std::size_t a = (n - k) % k; a < n; a += k) prefetch(a);
+}
+
 // The same answer as k_consecutive_match, for `n` positions tested by `match(i)`, in about three rounds of
 // overlapping cache misses instead of one miss per probe. Every run of k consecutive positions contains exactly
 // one anchor (a position congruent to n-k modulo k), so all anchors are requested and tested first; only
@@ -124,7 +135,7 @@ template <typename Match, typename Prefetch>
 bool anchored_match(std::size_t n, std::uint32_t k, Match match, Prefetch prefetch) {
   if (k == 0 || n < k) return false;
   const std::size_t first = (n - k) % k;
-  for (std::size_t a = first; a < n; a += k) prefetch(a);
+  prefetch_anchors(n, k, prefetch);
   for (std::size_t a = first; a < n; a += k) {
     if (!match(a)) continue;
     for (std::size_t d = 1; d <= 2; ++d) {
