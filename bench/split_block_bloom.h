@@ -27,7 +27,6 @@
 
 #include "bloomgate/filters/bit_slice.h"
 #include "bloomgate/filters/hash.h"
-#include "bloomgate/filters/huge_page_allocator.h"
 
 namespace bloomgate::bench {
 
@@ -132,8 +131,7 @@ class SplitBlockBloom {
     return m;
   }
 
-  // The same allocator as the filters' slices, so out of cache both pay the same page walks.
-  std::vector<Block, filters::detail::HugePageAllocator<Block>> blocks_;
+  std::vector<Block> blocks_;
   std::uint64_t insertions_ = 0;
 };
 

@@ -28,9 +28,7 @@ AgePartitionedFilter::AgePartitionedFilter(const FilterOptions& options)
 AgePartitionedFilter::~AgePartitionedFilter() = default;
 
 bool AgePartitionedFilter::contains_probes(const Probes& probes) const {
-  const auto match = [&](std::size_t i) { return slices_[i].test(probes); };
-  const auto prefetch = [&](std::size_t i) { slices_[i].prefetch(probes); };
-  return detail::anchored_match(slices_.size(), params_.k, match, prefetch);
+  return detail::k_consecutive_match(slices_, params_.k, probes, [](const BitSlice&) { return true; });
 }
 
 bool AgePartitionedFilter::contains(KeyHash key, TimePoint) const { return contains_probes(Probes(key, params_.k)); }

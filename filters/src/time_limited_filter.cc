@@ -90,23 +90,19 @@ bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) cons
 }
 
 bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) const {
-  // An expired slice fails without its line being read.
-  const auto match = [&](std::size_t i) {
-    const BitSlice& slice = slices_[i];
-    return !expired(slice, now_ns) && slice.test(probes);
-  };
-  const auto prefetch = [&](std::size_t i) { slices_[i].prefetch(probes); };
-  return detail::anchored_match(slices_.size(), params_.k, match, prefetch);
+  return detail::k_consecutive_match(slices_, params_.k, probes,
+                                     [&](const BitSlice& slice) { return !expired(slice, now_ns); });
 }
 
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
   return contains_at(Probes(key, params_.k), clamp(now));
 }
 
-// The lines the query's first round (its anchors) and an absent key's insertion will read, requested together.
-void TimeLimitedFilter::prefetch_first_round(const Probes& probes) const noexcept {
+// The lines every key needs first: the query's first probe (the oldest window's newest slice, b.5) and the
+// k lines an absent key's insertion writes. The rest of the query depends on what these hold.
+void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcept {
   for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
-  detail::prefetch_anchors(slices_.size(), params_.k, [&](std::size_t i) { slices_[i].prefetch(probes); });
+  slices_[slices_.size() - params_.k].prefetch(probes);
 }
 
 bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now) {
@@ -119,7 +115,7 @@ bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint n
 
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
   const Probes probes(key, params_.k);
-  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
+  prefetch_first_lines(probes);
   return test_and_insert_probes(probes, now);
 }
 
@@ -133,14 +129,14 @@ void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std
   std::array<Probes, kAhead> ahead;
   for (std::size_t i = 0; i < std::min(kAhead, keys.size()); ++i) {
     ahead[i] = Probes(keys[i], params_.k);
-    prefetch_first_round(ahead[i]);
+    prefetch_first_lines(ahead[i]);
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
     Probes& probes = ahead[i % kAhead];
     present[i] = test_and_insert_probes(probes, now[i]);
     if (i + kAhead < keys.size()) {
       probes = Probes(keys[i + kAhead], params_.k);
-      prefetch_first_round(probes);
+      prefetch_first_lines(probes);
     }
   }
 }

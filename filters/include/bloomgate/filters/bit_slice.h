@@ -4,7 +4,6 @@
 // per-key probe values, the "k consecutive matches, jumping back" query of b.5, and the slice record.
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +15,6 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/hash.h"
-#include "bloomgate/filters/huge_page_allocator.h"
 
 namespace bloomgate::filters::detail {
 
@@ -44,7 +42,7 @@ struct BitSlice {
   std::uint32_t hash_index = 0;  // j_s
   std::int64_t stamp_ns = kUnstamped;  // t_s: time of the last insertion it receives; kUnstamped while written
   std::uint64_t generation_insertions = 0;  // insertions of the generation that ended when it was stamped
-  std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> words;
+  std::vector<std::uint64_t> words;
   bool dirty = true;  // changed since the last persisted checkpoint
 
   BitSlice() = default;
@@ -99,59 +97,8 @@ bool k_consecutive_match(const std::deque<BitSlice>& slices, std::uint32_t k, co
   return false;
 }
 
-// Length of the run of matching positions next to `anchor` in direction `step` (+1 older, -1 newer), at most
-// `limit`. Its first two neighbours were prefetched with the anchors; a run that gets this far is likely the
-// key's own, so the rest of it is requested at once instead of one dependent miss at a time.
-template <typename Match, typename Prefetch>
-std::size_t run_beside(std::size_t anchor, std::ptrdiff_t step, std::size_t limit, Match& match, Prefetch& prefetch) {
-  constexpr std::size_t kPrefetchedNeighbours = 2;
-  const auto at = [&](std::size_t distance) {
-    return static_cast<std::size_t>(static_cast<std::ptrdiff_t>(anchor) + step * static_cast<std::ptrdiff_t>(distance));
-  };
-  for (std::size_t run = 0; run < limit; ++run) {
-    if (run == kPrefetchedNeighbours) {
-      for (std::size_t d = run + 1; d <= limit; ++d) prefetch(at(d));
-    }
-    if (!match(at(run + 1))) return run;
-  }
-  return limit;
-}
-
-// Keys a batched test-and-insert looks ahead: their first-round lines are requested this many keys early.
+// Keys a batched test-and-insert looks ahead: their first lines are requested this many keys early.
 inline constexpr std::size_t kBatchLookahead = 4;
-
-// Requests the anchors of anchored_match: positions congruent to n-k modulo k.
-template <typename Prefetch>
-void prefetch_anchors(std::size_t n, std::uint32_t k, Prefetch prefetch) {
-  if (k == 0 || n < k) return;
-  for (std::size_t a = (n - k) % k; a < n; a += k) prefetch(a);
-}
-
-// The same answer as k_consecutive_match, for `n` positions tested by `match(i)`, in about three rounds of
-// overlapping cache misses instead of one miss per probe. Every run of k consecutive positions contains exactly
-// one anchor (a position congruent to n-k modulo k), so all anchors are requested and tested first; only
-// around an anchor that matched can a run of k exist, and its extent on each side decides.
-template <typename Match, typename Prefetch>
-bool anchored_match(std::size_t n, std::uint32_t k, Match match, Prefetch prefetch) {
-  if (k == 0 || n < k) return false;
-  const std::size_t first = (n - k) % k;
-  prefetch_anchors(n, k, prefetch);
-  for (std::size_t a = first; a < n; a += k) {
-    if (!match(a)) continue;
-    for (std::size_t d = 1; d <= 2; ++d) {
-      if (a >= d) prefetch(a - d);
-      if (a + d < n) prefetch(a + d);
-    }
-  }
-  // The anchors' lines are in cache now, so testing them again costs no miss.
-  for (std::size_t a = first; a < n; a += k) {
-    if (!match(a)) continue;
-    const std::size_t newer = run_beside(a, -1, std::min<std::size_t>(k - 1, a), match, prefetch);
-    const std::size_t older = run_beside(a, +1, std::min<std::size_t>(k - 1 - newer, n - 1 - a), match, prefetch);
-    if (newer + older + 1 >= k) return true;
-  }
-  return false;
-}
 
 // Slice stats shared by the family.
 SliceStats slice_stats(const BitSlice& slice, bool expired);
