@@ -960,7 +960,7 @@ int run(Config config) {
               "new/repeat choice from std::mt19937_64 seed %" PRIu64 "\n",
               config.quick ? " --quick" : "", entries.size(), config.rates.size(), config.seed);
   std::printf("  %.0f%% new keys, %.0f%% repeats of a key from the last %.0f%% of a TTL; warm-up %.2f TTLs in cache, "
-              "%.2f out of cache (new keys only);\n  %d timed blocks per figure (median), spanning at most half a TTL; "
+              "%.2f out of cache (new keys only);\n  %d timed blocks per figure (median), each timing spanning at most half a TTL; "
               "bits/elem after the warm-up; FPR over one more TTL\n",
               100 * kNewFraction, 100 * (1 - kNewFraction), 100 * kRepeatReach, config.warmup_ttls,
               config.out_of_cache_warmup_ttls, config.repetitions);
