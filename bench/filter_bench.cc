@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -32,6 +33,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bloomgate/filters/bit_slice.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/hash.h"
 #include "bloomgate/filters/options.h"
@@ -220,6 +222,7 @@ struct FilterResult {
   std::string note;  // why it is n/a, or an error
   double mib = kNaN;
   Timing timing;
+  Timing batch_timing;  // test_and_insert_batch, kBatchKeys keys per call
   std::uint64_t slices = 0;
   std::uint32_t k = 0;
   std::uint32_t l = 0;
@@ -239,6 +242,7 @@ struct SbbfResult {
   double mib = kNaN;
   double bits_per_key = kNaN;
   Timing timing;
+  Timing batch_timing;
   double fpr = kNaN;
   std::uint64_t fpr_probes = 0;
 };
@@ -311,6 +315,43 @@ Timing time_blocks(KeyStream& stream, std::uint64_t block_events, int repetition
 }
 
 TimePoint at(std::int64_t ns) { return filters::from_epoch_nanos(ns); }
+
+// Keys per test_and_insert_batch call: about one consumer poll's worth.
+constexpr std::size_t kBatchKeys = 1024;
+
+// Like time_blocks, for the batch API: `op(keys, times, present)` is called on spans of kBatchKeys events.
+template <typename BatchOp>
+Timing time_batches(KeyStream& stream, std::uint64_t block_events, int repetitions, BatchOp&& op) {
+  std::vector<KeyHash> keys(block_events);
+  std::vector<TimePoint> times(block_events);
+  std::unique_ptr<bool[]> answers(new bool[block_events]);
+  std::vector<double> per_op;
+  std::uint64_t present = 0;
+  Timing t;
+  for (int r = 0; r < repetitions; ++r) {
+    for (std::uint64_t i = 0; i < block_events; ++i) {
+      const Event e = stream.next();
+      keys[i] = KeyHash{e.key};
+      times[i] = at(e.now_ns);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t begin = 0; begin < block_events; begin += kBatchKeys) {
+      const std::size_t size = std::min<std::size_t>(kBatchKeys, block_events - begin);
+      op(std::span<const KeyHash>(keys).subspan(begin, size), std::span<const TimePoint>(times).subspan(begin, size),
+         std::span<bool>(answers.get() + begin, size));
+    }
+    const auto stop = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < block_events; ++i) present += answers[i] ? 1U : 0U;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count();
+    per_op.push_back(static_cast<double>(ns) / static_cast<double>(block_events));
+    t.operations += block_events;
+  }
+  t.median_ns = median(per_op);
+  t.min_ns = *std::min_element(per_op.begin(), per_op.end());
+  t.max_ns = *std::max_element(per_op.begin(), per_op.end());
+  t.present_fraction = static_cast<double>(present) / static_cast<double>(t.operations);
+  return t;
+}
 
 // For the age-partitioned family (stats().l > 0): the expected number of slices a query for an absent key
 // reads, by Monte Carlo over the measured slice fills. It follows detail::k_consecutive_match: slices are
@@ -404,6 +445,9 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
 
   result.timing = time_blocks(stream, block_events(stream, plan, config), config.repetitions,
                               [&f](std::uint64_t key, std::int64_t ns) { return f.test_and_insert(KeyHash{key}, at(ns)); });
+  result.batch_timing = time_batches(stream, block_events(stream, plan, config), config.repetitions,
+                                     [&f](std::span<const KeyHash> keys, std::span<const TimePoint> times,
+                                          std::span<bool> present) { f.test_and_insert_batch(keys, times, present); });
 
   if (plan.measure_quality) {
     // One more TTL of steady input with the probes spread evenly over it, so every phase of a generation
@@ -465,6 +509,9 @@ SbbfResult run_sbbf(double rate, const StreamPlan& plan, const Config& config) {
   }
   result.timing = time_blocks(stream, block_events(stream, plan, config), config.repetitions,
                               [&sbbf](std::uint64_t key, std::int64_t) { return sbbf.test_and_insert(key); });
+  result.batch_timing = time_batches(stream, block_events(stream, plan, config), config.repetitions,
+                                     [&sbbf](std::span<const KeyHash> keys, std::span<const TimePoint>,
+                                             std::span<bool> present) { sbbf.test_and_insert_batch(keys, present); });
   return result;
 }
 
@@ -533,6 +580,25 @@ const StreamPlan& plan_for(const RateReport& r, OutOfCacheSize size) {
   return size == OutOfCacheSize::kFull ? r.plans[1] : r.plans[2];
 }
 
+// The batch API against the split-block filter batched the same way (same lookahead), on the same streams.
+void print_batches(const RateReport& r) {
+  std::printf("  %-16s   test_and_insert_batch, %zu keys per call; split_block batched alike (block requested %zu keys "
+              "ahead)\n", "batch:", kBatchKeys, filters::detail::kBatchLookahead);
+  for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
+    const FilterResult& in = r.in_cache[i].second;
+    const FilterResult& oc = r.out_of_cache[i].second;
+    if (!in.available) continue;
+    const double in_sbbf = r.baselines.at(r.plans[0].keys_per_ttl).sbbf.batch_timing.median_ns;
+    const double oc_sbbf = r.baselines.at(plan_for(r, r.in_cache[i].first->out_of_cache).keys_per_ttl)
+                               .sbbf.batch_timing.median_ns;
+    std::printf("  %-16s   in cache %9s ns/op %6s xSBBF batch | out of cache %9s ns/op %6s xSBBF batch\n",
+                r.in_cache[i].first->name, fmt("%.1f", in.batch_timing.median_ns).c_str(),
+                fmt("%.2f", ratio(in.batch_timing.median_ns, in_sbbf)).c_str(),
+                fmt("%.1f", oc.batch_timing.median_ns).c_str(),
+                fmt("%.2f", ratio(oc.batch_timing.median_ns, oc_sbbf)).c_str());
+  }
+}
+
 void print_rate(const RateReport& r) {
   std::printf("\n=== error rate %.0e ===\n", r.rate);
   for (const StreamPlan& p : r.plans) {
@@ -585,14 +651,16 @@ void print_rate(const RateReport& r) {
                 entry->name, in.k, in.l, in.slices, in.model_absent_probes, in.k, "", in.model_absent_probes + in.k,
                 in.k);
   }
+  print_batches(r);
   // Baselines, one line per stream they ran on.
   std::printf("  %-16s\n", "baselines:");
   for (const StreamPlan& p : r.plans) {
     const auto it = r.baselines.find(p.keys_per_ttl);
     if (it == r.baselines.end()) continue;
     const Baselines& b = it->second;
-    std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op  dup %5s%%  %.2f bits/key", "split_block", p.label.c_str(),
-                b.sbbf.mib, fmt("%.1f", b.sbbf.timing.median_ns).c_str(),
+    std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op (batch %s)  dup %5s%%  %.2f bits/key", "split_block",
+                p.label.c_str(), b.sbbf.mib, fmt("%.1f", b.sbbf.timing.median_ns).c_str(),
+                fmt("%.1f", b.sbbf.batch_timing.median_ns).c_str(),
                 fmt("%.1f", 100 * b.sbbf.timing.present_fraction).c_str(), b.sbbf.bits_per_key);
     if (p.measure_quality) std::printf("  FPR %s at design load", fmt("%.3e", b.sbbf.fpr).c_str());
     std::printf("\n");
@@ -636,6 +704,9 @@ std::vector<Target> targets(const std::vector<RateReport>& reports) {
     const double speed = ratio(oc->timing.median_ns, sbbf_oc);
     out.push_back({"time_limited out of cache <= 4 x SBBF ns/op" + at_rate, speed, 4.0, true, "x"});
     out.push_back({"  (aim) out of cache <= 2.5 x SBBF ns/op" + at_rate, speed, 2.5, true, "x"});
+    const double sbbf_batch = r.baselines.at(r.plans[1].keys_per_ttl).sbbf.batch_timing.median_ns;
+    const double batch_speed = ratio(oc->batch_timing.median_ns, sbbf_batch);
+    out.push_back({"  (batch) out of cache <= 4 x SBBF batch ns/op" + at_rate, batch_speed, 4.0, true, "x"});
     const double exact_mib = r.baselines.at(r.plans[0].keys_per_ttl).exact.mib;
     out.push_back({"time_limited memory >= 10 x less than exact TTL set" + at_rate, ratio(exact_mib, in->mib), 10.0,
                    false, "x"});
@@ -668,7 +739,8 @@ void json_timing(Json& j, const char* key, const Timing& t) {
   j.close('}');
 }
 
-void json_filter(Json& j, const char* key, const FilterResult& f, double sbbf_ns, double exact_mib) {
+void json_filter(Json& j, const char* key, const FilterResult& f, double sbbf_ns, double sbbf_batch_ns,
+                 double exact_mib) {
   j.open(key, '{');
   j.boolean("available", f.available);
   j.str("note", f.note);
@@ -679,6 +751,8 @@ void json_filter(Json& j, const char* key, const FilterResult& f, double sbbf_ns
     j.u64("l", f.l);
     json_timing(j, "timing", f.timing);
     j.num("ns_ratio_vs_split_block", ratio(f.timing.median_ns, sbbf_ns));
+    json_timing(j, "batch_timing", f.batch_timing);
+    j.num("batch_ns_ratio_vs_split_block_batch", ratio(f.batch_timing.median_ns, sbbf_batch_ns));
     j.num("bits_per_element", f.bits_per_element);
     j.num("bits_per_element_mean_next_ttl", f.bits_per_element_mean);
     j.num("bits_per_element_max_next_ttl", f.bits_per_element_max);
@@ -720,6 +794,7 @@ std::string to_json(const Config& config, const std::vector<RateReport>& reports
       j.num("measured_fpr", b.sbbf.fpr);
       j.u64("fpr_probes", b.sbbf.fpr_probes);
       json_timing(j, "timing", b.sbbf.timing);
+      json_timing(j, "batch_timing", b.sbbf.batch_timing);
       j.close('}');
       j.open("exact_ttl_set", '{');
       j.boolean("ran", b.exact.ran);
@@ -742,8 +817,10 @@ std::string to_json(const Config& config, const std::vector<RateReport>& reports
       j.open(nullptr, '{');
       j.str("filter", entry.name);
       j.str("out_of_cache_stream", plan_for(r, entry.out_of_cache).label);
-      json_filter(j, "in_cache", r.in_cache[i].second, in_base.sbbf.timing.median_ns, in_base.exact.mib);
-      json_filter(j, "out_of_cache", r.out_of_cache[i].second, oc_base.sbbf.timing.median_ns, kNaN);
+      json_filter(j, "in_cache", r.in_cache[i].second, in_base.sbbf.timing.median_ns,
+                  in_base.sbbf.batch_timing.median_ns, in_base.exact.mib);
+      json_filter(j, "out_of_cache", r.out_of_cache[i].second, oc_base.sbbf.timing.median_ns,
+                  oc_base.sbbf.batch_timing.median_ns, kNaN);
       j.close('}');
     }
     j.close(']');
@@ -778,6 +855,7 @@ std::vector<std::string> missing_figures(const std::vector<RateReport>& reports)
     std::snprintf(rate, sizeof rate, "@%.0e ", r.rate);
     for (const auto& [keys, b] : r.baselines) {
       require_figure(missing, std::string(rate) + "split_block ns/op", b.sbbf.timing.median_ns);
+      require_figure(missing, std::string(rate) + "split_block batch ns/op", b.sbbf.batch_timing.median_ns);
       if (b.exact.ran) {
         require_figure(missing, std::string(rate) + "exact_ttl_set ns/op", b.exact.timing.median_ns);
         require_figure(missing, std::string(rate) + "exact_ttl_set MiB", b.exact.mib);
@@ -791,11 +869,13 @@ std::vector<std::string> missing_figures(const std::vector<RateReport>& reports)
       const FilterResult& oc = r.out_of_cache[i].second;
       if (!in.available) continue;  // n/a: make_filter does not build this type
       require_figure(missing, name + " in-cache ns/op", in.timing.median_ns);
+      require_figure(missing, name + " in-cache batch ns/op", in.batch_timing.median_ns);
       require_figure(missing, name + " in-cache MiB", in.mib);
       require_figure(missing, name + " bits/elem", in.bits_per_element);
       require_figure(missing, name + " measured FPR", in.fpr);
       if (oc.available) {
         require_figure(missing, name + " out-of-cache ns/op", oc.timing.median_ns);
+        require_figure(missing, name + " out-of-cache batch ns/op", oc.batch_timing.median_ns);
       } else {
         missing.push_back(name + " out of cache (" + oc.note + ")");
       }
@@ -830,7 +910,7 @@ int run(Config config) {
               "new/repeat choice from std::mt19937_64 seed %" PRIu64 "\n",
               config.quick ? " --quick" : "", entries.size(), config.rates.size(), config.seed);
   std::printf("  %.0f%% new keys, %.0f%% repeats of a key from the last %.0f%% of a TTL; warm-up %.2f TTLs in cache, "
-              "%.2f out of cache (new keys only);\n  %d timed blocks per figure (median), spanning at most half a TTL; "
+              "%.2f out of cache (new keys only);\n  %d timed blocks per figure (median), each timing spanning at most half a TTL; "
               "bits/elem after the warm-up; FPR over one more TTL\n",
               100 * kNewFraction, 100 * (1 - kNewFraction), 100 * kRepeatReach, config.warmup_ttls,
               config.out_of_cache_warmup_ttls, config.repetitions);

@@ -18,11 +18,14 @@
 // Thread-safety: none.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "bloomgate/filters/bit_slice.h"
 #include "bloomgate/filters/hash.h"
 
 namespace bloomgate::bench {
@@ -78,6 +81,17 @@ class SplitBlockBloom {
     return missing == 0;
   }
 
+  // test_and_insert of every key in order, with the same lookahead as the filters' batches
+  // (filters::detail::kBatchLookahead): each key's block is requested that many keys early.
+  void test_and_insert_batch(std::span<const filters::KeyHash> keys, std::span<bool> present) noexcept {
+    constexpr std::size_t kAhead = filters::detail::kBatchLookahead;
+    for (std::size_t i = 0; i < std::min(kAhead, keys.size()); ++i) prefetch(keys[i].value);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (i + kAhead < keys.size()) prefetch(keys[i + kAhead].value);
+      present[i] = test_and_insert(keys[i].value);
+    }
+  }
+
   bool contains(std::uint64_t hash) const noexcept {
     const Block& block = blocks_[block_index(hash)];
     const std::array<std::uint32_t, kLanes> m = mask(hash);
@@ -103,6 +117,8 @@ class SplitBlockBloom {
     const double blocks = std::ceil(static_cast<double>(expected_keys) * bits_per_key_for(error_rate) / kBlockBits);
     return blocks < 1.0 ? 1U : static_cast<std::size_t>(blocks);
   }
+
+  void prefetch(std::uint64_t hash) const noexcept { __builtin_prefetch(&blocks_[block_index(hash)]); }
 
   std::size_t block_index(std::uint64_t hash) const noexcept {
     return static_cast<std::size_t>(filters::fast_range(hash, blocks_.size()));

@@ -15,11 +15,11 @@ constexpr std::uint64_t kMaxSliceBits = 1ULL << 36;
 }  // namespace
 
 AgePartitionedFilter::AgePartitionedFilter(const FilterOptions& options)
-    : params_(choose_sliced_params(options.error_rate, options.level)),
+    : params_(choose_sliced_params(options.error_rate, sliced_level(options))),
       error_rate_(options.error_rate),
       window_(options.window != 0 ? options.window : options.expected_per_ttl),
       refresh_on_duplicate_(options.refresh_on_duplicate),
-      level_(options.level) {
+      level_(sliced_level(options)) {
   generation_size_ = (window_ + params_.l - 1) / params_.l;
   slice_bits_ = half_fill_slice_bits(static_cast<double>(params_.k * generation_size_), 2ULL * params_.k);
   for (std::uint32_t p = 0; p < params_.k + params_.l; ++p) slices_.emplace_back(next_slice_id_++, slice_bits_, p % params_.k);
@@ -35,6 +35,8 @@ bool AgePartitionedFilter::contains(KeyHash key, TimePoint) const { return conta
 
 bool AgePartitionedFilter::test_and_insert(KeyHash key, TimePoint) {
   const Probes probes(key, params_.k);
+  // The insertion's lines are requested with the query's, so an absent key's insertion waits for no miss.
+  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
   const bool present = contains_probes(probes);
   if (present && !refresh_on_duplicate_) return true;
   if (generation_inserted_ == generation_size_) shift();

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace bloomgate::filters {
@@ -62,7 +63,9 @@ double apbf_fpr(SlicedParams params) {
 
 SlicedParams choose_sliced_params(double error_rate, std::uint32_t level) {
   if (level > kMaxLevel) level = kMaxLevel;
-  if (const int row = table_row(error_rate); row >= 0) return kTable[static_cast<std::size_t>(row)][level];
+  if (const int row = table_row(error_rate); row >= 0 && level <= kMaxTableLevel) {
+    return kTable[static_cast<std::size_t>(row)][level];
+  }
   const auto k = static_cast<std::uint32_t>(std::ceil(std::log2(1.0 / error_rate))) + level;
   // apbf_fpr grows with l, so the largest admissible l is found by bisection.
   std::uint32_t lo = 1;
@@ -77,6 +80,20 @@ SlicedParams choose_sliced_params(double error_rate, std::uint32_t level) {
     }
   }
   return {k, lo};
+}
+
+std::uint32_t space_optimal_level(double error_rate) {
+  std::uint32_t best = 0;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (std::uint32_t level = 0; level <= kMaxLevel; ++level) {
+    const SlicedParams p = choose_sliced_params(error_rate, level);
+    const double cost = static_cast<double>(p.k) * (p.k + p.l + 1.0) / p.l;
+    if (cost < best_cost) {
+      best = level;
+      best_cost = cost;
+    }
+  }
+  return best;
 }
 
 std::uint64_t half_fill_slice_bits(double insertions, std::uint64_t min_bits) {

@@ -22,17 +22,21 @@ void require(bool condition, const std::string& message) {
 
 }  // namespace
 
+std::uint32_t sliced_level(const FilterOptions& options) {
+  return options.level ? *options.level : space_optimal_level(options.error_rate);
+}
+
 void validate(const FilterOptions& o) {
   require(std::isfinite(o.error_rate) && o.error_rate > 0 && o.error_rate < 1,
           "error_rate must be in (0, 1), got " + std::to_string(o.error_rate));
   require(o.error_rate >= kMinErrorRate, "error_rate below 1e-12 is not supported");
   require(o.ttl.count() > 0, "ttl must be positive");
   require(o.expected_per_ttl > 0, "expected_per_ttl must be positive");
-  require(o.level <= kMaxLevel, "level must be 0..5, got " + std::to_string(o.level));
+  require(!o.level || *o.level <= kMaxLevel, "level must be 0..6, got " + std::to_string(o.level.value_or(0)));
   require(o.growth == 2 || o.growth == 4, "growth must be 2 or 4, got " + std::to_string(o.growth));
   require(o.tightening > 0 && o.tightening < 1, "tightening must be in (0, 1)");
   if (o.type == FilterType::kTimeLimited) {
-    const SlicedParams p = choose_sliced_params(o.error_rate, o.level);
+    const SlicedParams p = choose_sliced_params(o.error_rate, sliced_level(o));
     require(o.max_slices == 0 || o.max_slices >= p.k + p.l,
             "max_slices must be at least k+l = " + std::to_string(p.k + p.l));
     require(o.max_slice_bits == 0 || o.max_slice_bits >= 64, "max_slice_bits must be at least 64");

@@ -1,8 +1,10 @@
 #include "bloomgate/filters/time_limited_filter.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "bloomgate/filters/bit_slice.h"
@@ -43,12 +45,12 @@ std::uint64_t ceil_div(double numerator, double denominator) {
 }  // namespace
 
 TimeLimitedFilter::TimeLimitedFilter(const FilterOptions& options)
-    : params_(choose_sliced_params(options.error_rate, options.level)),
+    : params_(choose_sliced_params(options.error_rate, sliced_level(options))),
       ttl_ns_(options.ttl.count()),
       error_rate_(options.error_rate),
       expected_per_ttl_(options.expected_per_ttl),
       refresh_on_duplicate_(options.refresh_on_duplicate),
-      level_(options.level),
+      level_(sliced_level(options)),
       max_slices_(options.max_slices != 0 ? options.max_slices : 4ULL * (params_.k + params_.l)),
       max_slice_bits_(options.max_slice_bits != 0 ? options.max_slice_bits : kDefaultMaxSliceBits),
       max_generation_size_(options.max_generation_size != 0 ? options.max_generation_size : kDefaultMaxGeneration),
@@ -96,14 +98,47 @@ bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
   return contains_at(Probes(key, params_.k), clamp(now));
 }
 
-bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
+// The lines every key needs first: the query's first probe (the oldest window's newest slice, b.5) and the
+// k lines an absent key's insertion writes. The rest of the query depends on what these hold.
+void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcept {
+  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
+  slices_[slices_.size() - params_.k].prefetch(probes);
+}
+
+bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const Probes probes(key, params_.k);
-  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
   const bool present = contains_at(probes, now_ns);
   if (!present || refresh_on_duplicate_) insert(probes, now_ns);
   return present;
+}
+
+bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
+  const Probes probes(key, params_.k);
+  prefetch_first_lines(probes);
+  return test_and_insert_probes(probes, now);
+}
+
+// A slide between prefetch and use only makes a prefetched line useless, never an answer wrong.
+void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std::span<const TimePoint> now,
+                                              std::span<bool> present) {
+  if (now.size() != keys.size() || present.size() != keys.size()) {
+    throw std::invalid_argument("test_and_insert_batch: keys, times and answers differ in size");
+  }
+  constexpr std::size_t kAhead = detail::kBatchLookahead;
+  std::array<Probes, kAhead> ahead;
+  for (std::size_t i = 0; i < std::min(kAhead, keys.size()); ++i) {
+    ahead[i] = Probes(keys[i], params_.k);
+    prefetch_first_lines(ahead[i]);
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    Probes& probes = ahead[i % kAhead];
+    present[i] = test_and_insert_probes(probes, now[i]);
+    if (i + kAhead < keys.size()) {
+      probes = Probes(keys[i + kAhead], params_.k);
+      prefetch_first_lines(probes);
+    }
+  }
 }
 
 void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns) {

@@ -75,7 +75,7 @@ TEST(FilterCommand, StatsAreOneJsonObject) {
   FilterCommandOptions o = options_with(std::chrono::seconds(90), false);
   o.stats = true;
   const CommandOutput r = run("a\nb\na\n", o);
-  EXPECT_EQ(r.err.rfind("{\"type\":\"time_limited\",\"k\":15,\"l\":74,\"slices\":89,", 0), 0U) << r.err;
+  EXPECT_EQ(r.err.rfind("{\"type\":\"time_limited\",\"k\":16,\"l\":140,\"slices\":156,", 0), 0U) << r.err;
   for (const char* field : {"\"bits\":", "\"elements\":2,", "\"bits_per_element\":", "\"estimated_fpr\":",
                             "\"forwarded\":2,", "\"duplicates\":1,"}) {
     EXPECT_NE(r.err.find(field), std::string::npos) << field;

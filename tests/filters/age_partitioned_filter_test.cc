@@ -24,7 +24,9 @@ FilterOptions apbf_options(double error_rate, std::uint64_t window) {
 }
 
 TEST(AgePartitionedFilter, SizingFollowsTheWindow) {
-  AgePartitionedFilter filter(apbf_options(1e-3, 74'000));
+  FilterOptions options = apbf_options(1e-3, 74'000);
+  options.level = 5;
+  AgePartitionedFilter filter(options);
   EXPECT_EQ(filter.params(), (SlicedParams{15, 74}));
   EXPECT_EQ(filter.generation_size(), 1000U);
   EXPECT_EQ(filter.slice_bits(), 21696U) << "ceil(15 * 1000 / ln 2) = 21641, rounded up to 64-bit words";

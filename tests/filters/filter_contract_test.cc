@@ -2,7 +2,10 @@
 // read-only query, and a serialized form that round-trips and rejects damage. Fixed seeds.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
+#include <span>
+#include <vector>
 
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
@@ -70,6 +73,32 @@ TEST_P(FilterContract, SerializedFilterAnswersTheSame) {
   for (int i = 4000; i < 4500; ++i) {
     ASSERT_EQ(copy->test_and_insert(key_name(i), later), filter->test_and_insert(key_name(i), later)) << i;
   }
+}
+
+TEST_P(FilterContract, ABatchAnswersAndEndsLikeOneCallPerKey) {
+  auto one_by_one = make();
+  auto batched = make();
+  // 20,000 sightings of 6,000 keys over 20 s (two TTLs, so slides happen inside batches), in batches of
+  // 1 to 700 keys.
+  std::mt19937_64 rng(11);
+  std::vector<KeyHash> keys;
+  std::vector<TimePoint> times;
+  for (int i = 0; i < 20'000; ++i) {
+    keys.push_back(hash_key(key_name(rng() % 6'000)));
+    times.push_back(kStart + std::chrono::milliseconds(i));
+  }
+  std::size_t begin = 0;
+  while (begin < keys.size()) {
+    const std::size_t size = std::min<std::size_t>(1 + rng() % 700, keys.size() - begin);
+    std::unique_ptr<bool[]> answers(new bool[size]);
+    batched->test_and_insert_batch(std::span(keys).subspan(begin, size), std::span(times).subspan(begin, size),
+                                   std::span(answers.get(), size));
+    for (std::size_t i = 0; i < size; ++i) {
+      ASSERT_EQ(answers[i], one_by_one->test_and_insert(keys[begin + i], times[begin + i])) << begin + i;
+    }
+    begin += size;
+  }
+  EXPECT_EQ(serialize(*batched), serialize(*one_by_one));
 }
 
 TEST_P(FilterContract, TruncatedBlobsAreRejected) {

@@ -27,6 +27,19 @@ TEST(Fpr, TableParamsForDecadeRates) {
   EXPECT_EQ(choose_sliced_params(1e-1, 5), (SlicedParams{8, 56})) << "1e-1 has no level 5: level 4 stands in";
 }
 
+TEST(Fpr, LevelSixExtendsTheTableByItsOwnRule) {
+  EXPECT_EQ(choose_sliced_params(1e-2, 6), (SlicedParams{13, 171}));
+  EXPECT_EQ(choose_sliced_params(1e-3, 6), (SlicedParams{16, 140}));
+  EXPECT_EQ(choose_sliced_params(1e-4, 6), (SlicedParams{20, 222}));
+  for (double rate : {1e-2, 1e-3, 1e-4}) EXPECT_LE(apbf_fpr(choose_sliced_params(rate, 6)), rate);
+}
+
+TEST(Fpr, SpaceOptimalLevelTakesTheFewestBitsPerKey) {
+  EXPECT_EQ(space_optimal_level(1e-2), 5U) << "12 x 101 / 88 = 13.77 against 13.87 at level 4";
+  EXPECT_EQ(space_optimal_level(1e-3), 6U) << "16 x 157 / 140 = 17.94 against 18.24 at level 5";
+  EXPECT_EQ(space_optimal_level(1e-4), 6U) << "20 x 243 / 222 = 21.89 against 22.25 at level 5";
+}
+
 TEST(Fpr, ComputedParamsForOtherRatesMeetTheRate) {
   for (double rate : {0.05, 0.005, 2e-4, 3e-6}) {
     for (std::uint32_t level = 0; level <= kMaxLevel; ++level) {

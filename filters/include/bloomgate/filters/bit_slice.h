@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -25,6 +26,7 @@ inline constexpr std::uint64_t kMaxSliceBitsOnDisk = 1ULL << 36;
 // The k probe values of one key, one per hash index j (RedisBloom's mod-k indexing, b.2): the slice
 // with hash index j tests bit fast_range(probe[j], bits).
 struct Probes {
+  Probes() noexcept = default;  // for arrays of keys ahead; assigned before use
   explicit Probes(KeyHash key, std::uint32_t k) noexcept {
     const ProbeSequence sequence(key);
     for (std::uint32_t j = 0; j < k; ++j) value[j] = sequence(j);
@@ -94,6 +96,9 @@ bool k_consecutive_match(const std::deque<BitSlice>& slices, std::uint32_t k, co
   }
   return false;
 }
+
+// Keys a batched test-and-insert looks ahead: their first lines are requested this many keys early.
+inline constexpr std::size_t kBatchLookahead = 4;
 
 // Slice stats shared by the family.
 SliceStats slice_stats(const BitSlice& slice, bool expired);

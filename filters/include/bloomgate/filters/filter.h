@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,12 @@ class Filter {
   // Returns true when the key was present (a duplicate within the window); records the sighting.
   // With refresh_on_duplicate a duplicate is recorded again, extending its lifetime.
   virtual bool test_and_insert(KeyHash key, TimePoint now) = 0;
+
+  // test_and_insert of keys[i] at now[i] for every i in order, each answer written to present[i]: the same
+  // answers and the same final state as one call per key. A filter overrides it to overlap the cache misses
+  // of neighbouring keys. The three spans must have the same size.
+  virtual void test_and_insert_batch(std::span<const KeyHash> keys, std::span<const TimePoint> now,
+                                     std::span<bool> present);
 
   // Read-only membership test.
   virtual bool contains(KeyHash key, TimePoint now) const = 0;

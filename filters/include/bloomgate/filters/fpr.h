@@ -16,12 +16,21 @@ struct SlicedParams {
   friend bool operator==(SlicedParams, SlicedParams) = default;
 };
 
-inline constexpr std::uint32_t kMaxLevel = 5;
+// Levels 0..5 are the rows of table b.7. Level 6 goes one k further by the table's own rule (see
+// choose_sliced_params): at 1e-3 and 1e-4 it needs fewer bits per key than level 5.
+inline constexpr std::uint32_t kMaxTableLevel = 5;
+inline constexpr std::uint32_t kMaxLevel = 6;
 
-// The (k, l) pair for an error rate and a level (0..5). For the error rates of table b.7 (1e-1 .. 1e-5)
-// the table's pairs are returned as they are. For any other rate: k = ceil(log2(1/eps)) + level, and l
-// the largest value whose worst-case FPR (apbf_fpr) stays at or below eps.
+// The (k, l) pair for an error rate and a level (0..6). For the error rates of table b.7 (1e-1 .. 1e-5)
+// and levels 0..5 the table's pairs are returned as they are. Otherwise: k = ceil(log2(1/eps)) + level,
+// and l the largest value whose worst-case FPR (apbf_fpr) stays at or below eps.
 SlicedParams choose_sliced_params(double error_rate, std::uint32_t level);
+
+// The level whose (k, l) takes the fewest bits per key in the window: k (k + l + 1) / (l ln 2), i.e.
+// k+l slices of k·g/ln 2 bits for l·g keys, plus the one slice a steady time-limited filter often holds
+// beyond k+l (a slide keeps the oldest slice while it is not quite expired). The FPR is at or below eps at
+// every level, so this trades only probes per query for memory.
+std::uint32_t space_optimal_level(double error_rate);
 
 // Worst-case FPR of an age-partitioned filter, just before a shift, with the linear fill model
 // r_i = (i+1)/(2k) in the insertion region and 1/2 in the aged region (b.6).

@@ -30,9 +30,11 @@ struct FilterOptions {
   std::uint64_t window = 0;                       // age_partitioned: count window; 0 means expected_per_ttl
   bool refresh_on_duplicate = false;              // a duplicate extends the key's lifetime
 
-  // time_limited and age_partitioned: the (k, l) level of tlbf-spec.md table b.7, 0..5. Higher levels use
-  // fewer bits per element and probe more slices per query.
-  std::uint32_t level = 5;
+  // time_limited and age_partitioned: the (k, l) level, 0..5 from tlbf-spec.md table b.7 or 6 (fpr.h).
+  // Higher levels probe more slices per query; bits per element fall up to level 5 or 6, then rise. Unset:
+  // the level with the fewest bits per element for the error rate (space_optimal_level: 5 at 1e-2, 6 at
+  // 1e-3 and 1e-4).
+  std::optional<std::uint32_t> level;
   // time_limited: hard caps that keep memory bounded whatever the input rate (0 picks a default:
   // 4 x (k + l) slices, 2^33 bits per slice, 2^32 insertions per generation).
   std::uint64_t max_slices = 0;
@@ -46,6 +48,9 @@ struct FilterOptions {
   // spectral
   SpectralMode spectral_mode = SpectralMode::kMinimumSelection;
 };
+
+// The level a time-limited or age-partitioned filter uses: options.level, or space_optimal_level.
+std::uint32_t sliced_level(const FilterOptions& options);
 
 // Throws std::invalid_argument naming the offending option.
 void validate(const FilterOptions& options);

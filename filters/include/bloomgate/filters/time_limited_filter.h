@@ -52,6 +52,10 @@ class TimeLimitedFilter final : public Filter {
 
   FilterType type() const noexcept override { return FilterType::kTimeLimited; }
   bool test_and_insert(KeyHash key, TimePoint now) override;
+  // Requests the first lines (insertion and first probe) of the key a few places ahead while answering the
+  // current one, so those misses overlap the current key's instead of starting after it.
+  void test_and_insert_batch(std::span<const KeyHash> keys, std::span<const TimePoint> now,
+                             std::span<bool> present) override;
   bool contains(KeyHash key, TimePoint now) const override;
   FilterStats stats(TimePoint now) const override;
   FilterImage image(ImageScope scope) const override;
@@ -72,6 +76,8 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
+  void prefetch_first_lines(const detail::Probes& probes) const noexcept;
+  bool test_and_insert_probes(const detail::Probes& probes, TimePoint now);
   void insert(const detail::Probes& probes, std::int64_t now_ns);
   void reset(std::int64_t now_ns);
   void end_generation_early();
