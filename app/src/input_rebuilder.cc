@@ -26,16 +26,8 @@ std::int64_t wall_clock_ms() {
 // A reader of one input partition, from a given offset, that fails loudly when it stalls.
 class PartitionReader {
  public:
-  PartitionReader(const RebuildRequest& request, const RebuildOptions& options) : request_(request), options_(options) {
-    connectors::ConsumerOptions consumer_options;
-    consumer_options.group_id = options.group_id;
-    consumer_options.hooks = options.hooks;
-    connectors::KafkaConfig config = options.config;
-    // The end of the partition ends the read too: offsets up to end_offset may hold no readable record
-    // (compaction, transaction markers).
-    config.with("enable.partition.eof", "true");
-    consumer_ = std::make_unique<connectors::Consumer>(config, std::move(consumer_options));
-  }
+  PartitionReader(const RebuildRequest& request, const RebuildOptions& options)
+      : request_(request), options_(options), consumer_(open_side_reader(options)) {}
   PartitionReader(const PartitionReader&) = delete;
   PartitionReader& operator=(const PartitionReader&) = delete;
   ~PartitionReader() { (void)consumer_->close(); }
@@ -100,8 +92,9 @@ std::int64_t start_offset(const connectors::Admin& admin, const RebuildRequest& 
     return low;
   }
   // Record C-1 is at or after the window's start, so a correct answer lies before end_offset. The embedded
-  // broker answers every time with the end: not to be trusted, so read from the low watermark instead.
-  if (offset.value() >= request.end_offset) {
+  // broker answers -1 ("nothing that recent") every time: not to be trusted, so read from the low
+  // watermark instead.
+  if (offset.value() < 0 || offset.value() >= request.end_offset) {
     spdlog::debug("rebuilding {}/{}: ListOffsets by time answered {}, past the last processed record; reading from "
                   "the low watermark {} instead",
                   request.topic, request.partition, offset.value(), low);

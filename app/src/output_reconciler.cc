@@ -41,6 +41,15 @@ struct OutputRead {
 
 }  // namespace
 
+std::unique_ptr<connectors::Consumer> open_side_reader(const SideReaderOptions& options) {
+  connectors::ConsumerOptions consumer_options;
+  consumer_options.group_id = options.group_id;
+  consumer_options.hooks = options.hooks;
+  connectors::KafkaConfig config = options.config;
+  config.with("enable.partition.eof", "true");
+  return std::make_unique<connectors::Consumer>(config, std::move(consumer_options));
+}
+
 std::vector<ReconcileResult> reconcile_outputs(const std::vector<ReconcileRequest>& requests,
                                                const connectors::Admin& admin, const ReconcileOptions& options) {
   std::vector<ReconcileResult> results(requests.size());
@@ -83,15 +92,8 @@ std::vector<ReconcileResult> reconcile_outputs(const std::vector<ReconcileReques
   }
   if (assignment.empty()) return results;
 
-  connectors::ConsumerOptions consumer_options;
-  consumer_options.group_id = options.group_id;
-  consumer_options.hooks = options.hooks;
-  // End-of-partition events: a partition whose last offsets hold no readable record (compaction, control
-  // records) is still known to be read to its end.
-  connectors::KafkaConfig config = options.config;
-  config.with("enable.partition.eof", "true");
-  connectors::Consumer reader(config, std::move(consumer_options));
-  if (connectors::KafkaError error = reader.assign(assignment); !error.ok()) {
+  const std::unique_ptr<connectors::Consumer> reader = open_side_reader(options);
+  if (connectors::KafkaError error = reader->assign(assignment); !error.ok()) {
     throw std::runtime_error("reconciling: " + error.message());
   }
   const auto unread = [&] {
@@ -110,7 +112,7 @@ std::vector<ReconcileResult> reconcile_outputs(const std::vector<ReconcileReques
       throw std::runtime_error("reconciling: the output could not be read to its high watermark (no record for " +
                                std::to_string(options.idle_timeout.count()) + " ms; " + where + ")");
     }
-    const auto message = reader.poll(kPollTimeout);
+    const auto message = reader->poll(kPollTimeout);
     if (!message) continue;
     if (message->is_partition_eof()) {
       // At the end of the partition as it is now, which is at or past the high watermark asked first.
@@ -148,7 +150,7 @@ std::vector<ReconcileResult> reconcile_outputs(const std::vector<ReconcileReques
       result.delivered.emplace(*source_offset, offset);  // the first copy is the one that counts
     }
   }
-  (void)reader.close();
+  (void)reader->close();
   return results;
 }
 

@@ -16,11 +16,13 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/client_hooks.h"
+#include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/kafka_config.h"
 
 namespace bloomgate::app {
@@ -60,6 +62,10 @@ struct SideReaderOptions {
   std::chrono::milliseconds request_timeout{10'000};  // one watermark or offset question
 };
 using ReconcileOptions = SideReaderOptions;
+
+// A consumer for such a reader, with end-of-partition events on: a partition whose last offsets hold no
+// readable record (compaction, transaction markers) is still known to be read to its end.
+std::unique_ptr<connectors::Consumer> open_side_reader(const SideReaderOptions& options);
 
 // One result per request, in the same order. Throws std::runtime_error when the watermarks cannot be
 // asked or the output cannot be read to its high watermark in time: the caller must not guess.

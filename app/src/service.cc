@@ -808,8 +808,7 @@ class Service::Impl {
     RebuildRequest request{worker.id.topic, worker.id.partition, worker.next_offset,
                            std::chrono::duration_cast<std::chrono::milliseconds>(worker.pipeline->ttl),
                            worker.pipeline->time == config::TimeSource::kProcessing};
-    RebuildOptions options;
-    static_cast<SideReaderOptions&>(options) = side_reader_options("rebuilder");
+    const RebuildOptions options{side_reader_options("rebuilder")};
     report.rebuilding = true;
     spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms)",
                  connectors::to_string(worker.id), worker.next_offset, request.ttl.count());

@@ -63,11 +63,7 @@ KafkaResult<std::int64_t> Admin::offset_for_time(const std::string& topic, std::
   if (code != RD_KAFKA_RESP_ERR_NO_ERROR) return KafkaError(code, what);
   const rd_kafka_topic_partition_t& answer = list->elems[0];
   if (answer.err != RD_KAFKA_RESP_ERR_NO_ERROR) return KafkaError(answer.err, what);
-  if (answer.offset >= 0) return answer.offset;
-  // -1: no record at or after that time: everything before the end is older.
-  const auto marks = watermarks(topic, partition, timeout);
-  if (!marks.ok()) return marks.error();
-  return marks.value().high;
+  return answer.offset;
 }
 
 namespace {

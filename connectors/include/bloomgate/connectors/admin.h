@@ -58,8 +58,8 @@ class Admin {
   [[nodiscard]] KafkaResult<Watermarks> watermarks(const std::string& topic, std::int32_t partition,
                                                    std::chrono::milliseconds timeout) const;
 
-  // The earliest offset whose record timestamp is at or after `timestamp_ms` (ListOffsets by time); the
-  // high watermark when no record is that recent.
+  // The earliest offset whose record timestamp is at or after `timestamp_ms` (ListOffsets by time); -1 when
+  // no record is that recent (and, from the embedded broker, which has no time index, always).
   [[nodiscard]] KafkaResult<std::int64_t> offset_for_time(const std::string& topic, std::int32_t partition,
                                                           std::int64_t timestamp_ms,
                                                           std::chrono::milliseconds timeout) const;
