@@ -51,8 +51,10 @@ Verdict PartitionDeduplicator::decide(const EventView& event, std::int64_t recor
     ++counters_.dead_lettered;
     return verdict;
   }
-  if (filter_->test_and_insert(extracted.key().bytes(), verdict.time)) {
+  const filters::Sighting sighting = filter_->test_and_insert_with_age(extracted.key().bytes(), verdict.time);
+  if (sighting.present) {
     verdict.outcome = Outcome::kDuplicate;
+    verdict.duplicate_age = sighting.age;
     ++counters_.duplicates;
   } else {
     ++counters_.forwarded;

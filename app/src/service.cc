@@ -456,7 +456,10 @@ class Service::Impl {
       if (!deliver(*worker, message, verdict)) return;
       switch (verdict.outcome) {
         case Outcome::kForward: ++report.counters.forwarded; break;
-        case Outcome::kDuplicate: ++report.counters.duplicates; break;
+        case Outcome::kDuplicate:
+          ++report.counters.duplicates;
+          if (verdict.duplicate_age) observe_age(report, *verdict.duplicate_age, worker->pipeline->ttl);
+          break;
         case Outcome::kDeadLetter:
           ++report.counters.dead_lettered;
           ++report.dead_letters_by_reason[static_cast<std::size_t>(verdict.rejection->reason)];
@@ -467,6 +470,11 @@ class Service::Impl {
     worker->next_offset = message.offset() + 1;
     report.next_offset = worker->next_offset;
     if (timed) processing_latency_.observe(std::chrono::duration<double>(Clock::now() - started).count());
+  }
+
+  static void observe_age(PartitionReport& report, filters::Duration age, filters::Duration ttl) {
+    using Seconds = std::chrono::duration<double>;
+    report.duplicate_ages.observe(Seconds(age).count(), Seconds(ttl).count());
   }
 
   // Whether the output already holds the record for this input offset (reconciliation); forgets the

@@ -5,6 +5,7 @@
 #include <prometheus/histogram.h>
 
 #include <array>
+#include <vector>
 
 namespace bloomgate::app {
 namespace {
@@ -17,6 +18,20 @@ using prometheus::Labels;
 void advance(Counter& counter, std::uint64_t value) {
   const double delta = static_cast<double>(value) - counter.Value();
   if (delta > 0) counter.Increment(delta);
+}
+
+// A histogram only goes up too: observe what `latest` counted beyond `published`, then remember it.
+template <std::size_t Bounds>
+void publish_increments(prometheus::Histogram& histogram, const BucketCounts<Bounds>& latest,
+                        BucketCounts<Bounds>& published) {
+  std::vector<double> increments(latest.counts.size());
+  bool any = false;
+  for (std::size_t i = 0; i < latest.counts.size(); ++i) {
+    increments[i] = static_cast<double>(latest.counts[i] - published.counts[i]);
+    any = any || increments[i] > 0;
+  }
+  if (any) histogram.ObserveMultiple(increments, latest.sum - published.sum);
+  published = latest;
 }
 
 }  // namespace
@@ -88,6 +103,10 @@ struct ServiceMetrics::Families {
                            .Help("Input records inserted into the filter by rebuilds (nothing was produced)").Register(r)),
         rebuild_duration(prometheus::BuildGauge().Name("bloomgate_rebuild_duration_seconds")
                              .Help("How long the partition's last rebuild took").Register(r)),
+        duplicate_age(prometheus::BuildHistogram().Name("bloomgate_duplicate_age_seconds")
+                          .Help("How long before a duplicate its key had been seen, from the filter slice that matched "
+                                "(time-limited filter only; buckets are shares of the pipeline's TTL)")
+                          .Register(r)),
         processing(prometheus::BuildHistogram().Name("bloomgate_event_processing_seconds")
                        .Help("Time to decide one event and hand it to the producer (1 event in 64 is timed)")
                        .Register(r)
@@ -132,6 +151,7 @@ struct ServiceMetrics::Families {
   prometheus::Family<Counter>& rebuilds;
   prometheus::Family<Counter>& rebuild_events;
   prometheus::Family<Gauge>& rebuild_duration;
+  prometheus::Family<prometheus::Histogram>& duplicate_age;
   prometheus::Histogram& processing;
   Gauge& producer_queue;
   Counter& commits;
@@ -139,7 +159,7 @@ struct ServiceMetrics::Families {
 };
 
 struct ServiceMetrics::PartitionSeries {
-  PartitionSeries(Families& f, const Labels& labels)
+  PartitionSeries(Families& f, const Labels& labels, double ttl_seconds)
       : consumed(f.consumed.Add(labels)),
         forwarded(f.events.Add(with(labels, "outcome", "forwarded"))),
         duplicates(f.events.Add(with(labels, "outcome", "duplicate"))),
@@ -170,11 +190,18 @@ struct ServiceMetrics::PartitionSeries {
         rebuild_progress(f.rebuild_progress.Add(labels)),
         rebuilds(f.rebuilds.Add(labels)),
         rebuild_events(f.rebuild_events.Add(labels)),
-        rebuild_duration(f.rebuild_duration.Add(labels)) {
+        rebuild_duration(f.rebuild_duration.Add(labels)),
+        duplicate_age(f.duplicate_age.Add(labels, age_bounds(ttl_seconds))) {
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) {
       const auto reason = reason_name(static_cast<RejectionReason>(i));
       by_reason[i] = &f.dead_letters.Add(with(labels, "reason", std::string(reason)));
     }
+  }
+
+  static prometheus::Histogram::BucketBoundaries age_bounds(double ttl_seconds) {
+    prometheus::Histogram::BucketBoundaries bounds;
+    for (const double share : DuplicateAgeHistogram::kTtlShares) bounds.push_back(share * ttl_seconds);
+    return bounds;
   }
 
   static Labels with(Labels labels, const std::string& name, const std::string& value) {
@@ -216,6 +243,7 @@ struct ServiceMetrics::PartitionSeries {
     advance(rebuilds, p.rebuilds);
     advance(rebuild_events, p.rebuild_events);
     rebuild_duration.Set(p.last_rebuild_seconds);
+    publish_increments(duplicate_age, p.duplicate_ages, published_ages);
   }
 
   Counter& consumed;
@@ -250,6 +278,8 @@ struct ServiceMetrics::PartitionSeries {
   Counter& rebuilds;
   Counter& rebuild_events;
   Gauge& rebuild_duration;
+  prometheus::Histogram& duplicate_age;
+  DuplicateAgeHistogram published_ages;
 };
 
 ServiceMetrics::ServiceMetrics(prometheus::Registry& registry, const config::Config& config)
@@ -257,6 +287,7 @@ ServiceMetrics::ServiceMetrics(prometheus::Registry& registry, const config::Con
   for (const auto& pipeline : config.pipelines) {
     const double seconds = std::chrono::duration<double>(pipeline.ttl).count();
     families_->ttl.Add({{"pipeline", pipeline.name}}).Set(seconds);
+    ttl_seconds_[pipeline.name] = seconds;
   }
 }
 
@@ -268,28 +299,17 @@ ServiceMetrics::PartitionSeries& ServiceMetrics::series_for(const PartitionRepor
     const Labels labels{{"pipeline", partition.pipeline},
                         {"topic", partition.topic},
                         {"partition", std::to_string(partition.partition)}};
-    slot = std::make_unique<PartitionSeries>(*families_, labels);
+    slot = std::make_unique<PartitionSeries>(*families_, labels, ttl_seconds_.at(partition.pipeline));
   }
   return *slot;
 }
 
 void ServiceMetrics::update(const ServiceSnapshot& snapshot) {
   for (const auto& partition : snapshot.partitions) series_for(partition).update(partition);
-  publish_latency(snapshot.processing_latency);
+  publish_increments(families_->processing, snapshot.processing_latency, published_latency_);
   families_->producer_queue.Set(snapshot.producer_queue);
   advance(families_->commits, snapshot.commits);
   families_->running.Set(snapshot.running ? 1 : 0);
-}
-
-void ServiceMetrics::publish_latency(const LatencyHistogram& latest) {
-  std::vector<double> increments(latest.counts.size());
-  bool any = false;
-  for (std::size_t i = 0; i < latest.counts.size(); ++i) {
-    increments[i] = static_cast<double>(latest.counts[i] - published_latency_.counts[i]);
-    any = any || increments[i] > 0;
-  }
-  if (any) families_->processing.ObserveMultiple(increments, latest.sum_seconds - published_latency_.sum_seconds);
-  published_latency_ = latest;
 }
 
 ServiceEndpoints::ServiceEndpoints(const Service& service, const config::Config& config, const std::string& listen)

@@ -105,18 +105,49 @@ void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcep
   slices_[slices_.size() - params_.k].prefetch(probes);
 }
 
-bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now) {
+bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const bool present = contains_at(probes, now_ns);
+  const std::int64_t window = detail::oldest_matching_window(
+      slices_, params_.k, probes, [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+  const bool present = window >= 0;
+  if (present && age != nullptr) *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);  // before a slide
   if (!present || refresh_on_duplicate_) insert(probes, now_ns);
   return present;
+}
+
+// The key's bit is set in a run of valid slices around the k it wrote: each neighbour has it by chance
+// (at half fill, one in two), so every window of k inside the run matches and `oldest_window` is only the
+// oldest of them. The run's two ends are equally likely to have grown, so the window taken is the one in
+// the middle. Its generation ended when its oldest slice was stamped (unstamped: it is the current one) and
+// began when the next older slice was; the sighting is dated to the middle of that generation.
+Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldest_window, std::int64_t now_ns) const {
+  std::size_t newest_in_run = oldest_window;
+  while (newest_in_run > 0 && slices_[newest_in_run - 1].test(probes) && !expired(slices_[newest_in_run - 1], now_ns)) {
+    --newest_in_run;
+  }
+  const std::size_t window = newest_in_run + (oldest_window - newest_in_run) / 2;
+  const BitSlice& last_written = slices_[window + params_.k - 1];
+  const std::int64_t ended = last_written.stamp_ns == kUnstamped ? now_ns : last_written.stamp_ns;
+  const std::size_t before = window + params_.k;
+  const bool began_known = before < slices_.size() && slices_[before].stamp_ns != kUnstamped;
+  const std::int64_t began = began_known ? slices_[before].stamp_ns : ended;
+  const std::int64_t recorded = began + elapsed(ended, began) / 2;
+  return Duration{std::max<std::int64_t>(0, elapsed(now_ns, recorded))};
 }
 
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
   const Probes probes(key, params_.k);
   prefetch_first_lines(probes);
   return test_and_insert_probes(probes, now);
+}
+
+Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
+  const Probes probes(key, params_.k);
+  prefetch_first_lines(probes);
+  Sighting sighting;
+  sighting.present = test_and_insert_probes(probes, now, &sighting.age);
+  return sighting;
 }
 
 // A slide between prefetch and use only makes a prefetched line useless, never an answer wrong.

@@ -25,7 +25,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "../support/http_client.h"
 #include "bloomgate/app/partition_deduplicator.h"
+#include "bloomgate/app/service_metrics.h"
 #include "bloomgate/filters/options.h"
 #include "service_test_support.h"
 
@@ -487,6 +489,54 @@ TEST(ServiceEndToEnd, EventTimeJudgesByRecordTimestampsProcessingTimeByArrival) 
   run_until_consumed(broker, service_config(broker, "time-sources", {event_time, processing_time}), 8);
   EXPECT_EQ(forwarded_offsets(broker, "by-event", "by-event-out"), (std::vector<std::int64_t>{0, 1, 3}));
   EXPECT_EQ(forwarded_offsets(broker, "by-arrival", "by-arrival-out"), (std::vector<std::int64_t>{0, 1}));
+}
+
+// The cumulative count of a histogram bucket in a Prometheus text scrape, or -1 when the scrape has none.
+double bucket_count(const std::string& scrape, const std::string& histogram, const std::string& le) {
+  std::istringstream lines(scrape);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(histogram + "_bucket{", 0) == 0 && line.find("le=\"" + le + "\"") != std::string::npos) {
+      return std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return -1;
+}
+
+// Duplicate ages as a scrape shows them: measured on the records' own timestamps, in buckets that are
+// shares of the pipeline's TTL (100 s here, so le="25" is a quarter of it).
+TEST(ServiceEndToEnd, ScrapesDuplicateAgesInBucketsScaledToTheTtl) {
+  EmbeddedBroker broker;
+  create_topics(broker, {"ages", "ages-out"}, 1);
+  const config::Config config = service_config(broker, "ages", {pipeline("ages", "ages", "ages-out", 100s)});
+  // 20 new keys per second of event time for 200 s; from 70 s on, each second also repeats the key first
+  // seen 15 s earlier and the one first seen 60 s earlier.
+  const std::int64_t start = past_start_ms();
+  std::vector<Event> events;
+  std::uint64_t fifteen_seconds_old = 0;
+  std::uint64_t sixty_seconds_old = 0;
+  for (int ms = 0; ms < 200'000; ms += 50) {
+    events.push_back({"key-" + std::to_string(ms), "v", {}, start + ms, 0});
+    if (ms >= 70'000 && ms % 1000 == 0) {
+      events.push_back({"key-" + std::to_string(ms - 15'000), "v", {}, start + ms, 0});
+      events.push_back({"key-" + std::to_string(ms - 60'000), "v", {}, start + ms, 0});
+      ++fifteen_seconds_old;
+      ++sixty_seconds_old;
+    }
+  }
+  produce_all(broker, "ages", events);
+
+  ServiceThread service(config, broker);
+  const ServiceEndpoints endpoints(service.service(), config, config.metrics.listen);
+  ASSERT_TRUE(service.wait_until_consumed(events.size()));
+  const std::string address = endpoints.address();
+  const auto port = static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+  const std::string scrape = bloomgate::testing::http_request(port, "/metrics").body;
+  const std::string histogram = "bloomgate_duplicate_age_seconds";
+  EXPECT_EQ(bucket_count(scrape, histogram, "10"), 0) << scrape;
+  EXPECT_EQ(bucket_count(scrape, histogram, "25"), fifteen_seconds_old);
+  EXPECT_EQ(bucket_count(scrape, histogram, "50"), fifteen_seconds_old);
+  EXPECT_EQ(bucket_count(scrape, histogram, "75"), fifteen_seconds_old + sixty_seconds_old);
+  EXPECT_EQ(bucket_count(scrape, histogram, "+Inf"), static_cast<double>(service.snapshot().duplicates));
 }
 
 // Start-up checks fail before anything is consumed: run() returned exit 1 with `expected` in its message,

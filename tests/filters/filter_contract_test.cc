@@ -45,6 +45,23 @@ TEST_P(FilterContract, ANewKeyIsAbsentThenPresent) {
   EXPECT_TRUE(filter->test_and_insert(std::string_view("k"), kStart + std::chrono::seconds(1)));
 }
 
+// Only the time-limited filter keeps timestamps to tell a duplicate's age by; the others say nothing
+// rather than a made-up age. Otherwise the answers and the state are those of test_and_insert.
+TEST_P(FilterContract, WithAgeAnswersLikeTestAndInsert) {
+  auto aged = make();
+  auto plain = make();
+  fill(*aged);
+  fill(*plain);
+  const TimePoint later = kStart + std::chrono::seconds(4);
+  for (int i = 1900; i < 2100; ++i) {
+    const Sighting sighting = aged->test_and_insert_with_age(key_name(i), later);
+    EXPECT_EQ(sighting.present, plain->test_and_insert(key_name(i), later)) << i;
+    const bool keeps_time = GetParam() == FilterType::kTimeLimited;
+    EXPECT_EQ(sighting.age.has_value(), sighting.present && keeps_time) << i;
+  }
+  EXPECT_EQ(serialize(*aged), serialize(*plain));
+}
+
 TEST_P(FilterContract, StatsNameTheFilter) {
   auto filter = make();
   fill(*filter);

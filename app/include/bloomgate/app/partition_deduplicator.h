@@ -28,6 +28,7 @@ struct Verdict {
   Outcome outcome = Outcome::kForward;
   std::optional<Rejection> rejection;  // set exactly when outcome is kDeadLetter
   filters::TimePoint time{};           // the time the filter was asked with
+  std::optional<filters::Duration> duplicate_age;  // a duplicate's: how long before `time` its key was seen
 };
 
 struct PartitionCounters {

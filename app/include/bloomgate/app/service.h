@@ -78,6 +78,42 @@ inline constexpr const char* kReason = "bloomgate.reason";
 inline constexpr const char* kError = "bloomgate.error";
 }  // namespace headers
 
+// Observations per bucket, as Prometheus histograms want them (it accumulates the counts): counts[i] holds
+// the values in (bounds[i-1], bounds[i]], the last one those above every bound. A plain value, cheap to copy
+// into a snapshot; ServiceMetrics publishes the increments since the last scrape.
+template <std::size_t Bounds>
+struct BucketCounts {
+  std::array<std::uint64_t, Bounds + 1> counts{};
+  double sum = 0;  // of the values observed, in the metric's unit
+
+  // `bucketed` is compared with `bounds`; `value` is what the sum adds (they differ when the bounds scale).
+  void observe(double bucketed, const std::array<double, Bounds>& bounds, double value) {
+    std::size_t bucket = 0;
+    while (bucket < Bounds && bucketed > bounds[bucket]) ++bucket;
+    ++counts[bucket];
+    sum += value;
+  }
+};
+
+// Time to process one event (decide and hand to the producer), sampled on one event in 64 so the clock
+// is not read on every event.
+struct LatencyHistogram : BucketCounts<10> {
+  static constexpr std::array<double, 10> kBoundsSeconds{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5,
+                                                         5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2};
+  void observe(double seconds) { BucketCounts::observe(seconds, kBoundsSeconds, seconds); }
+};
+
+// How long before a duplicate its key had been seen (Filter::test_and_insert_with_age; only the
+// time-limited filter tells), bucketed by shares of the pipeline's TTL so one set of buckets serves every
+// TTL: the metric's bounds are these shares times the TTL. Ages past the TTL are keys fading out after it
+// (time_limited_filter.h), at most a few generations.
+struct DuplicateAgeHistogram : BucketCounts<9> {
+  static constexpr std::array<double, 9> kTtlShares{0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.25};
+  void observe(double age_seconds, double ttl_seconds) {
+    BucketCounts::observe(age_seconds / ttl_seconds, kTtlShares, age_seconds);
+  }
+};
+
 // One input partition as the service has seen it since start (counters survive a revocation, so
 // Prometheus counters never go backwards when a partition comes back).
 struct PartitionReport {
@@ -111,26 +147,11 @@ struct PartitionReport {
   std::uint64_t rebuilds = 0;             // rebuilds finished
   std::uint64_t rebuild_events = 0;       // input records inserted by rebuilds
   double last_rebuild_seconds = 0;
+  DuplicateAgeHistogram duplicate_ages;   // the duplicates whose filter tells their age
 };
 
 inline constexpr std::uint64_t kFprProbesPerSnapshot = 1000;
 inline constexpr std::size_t kFprWindowSnapshots = 100;
-
-// Time to process one event (decide and hand to the producer), sampled on one event in 64 so the clock
-// is not read on every event. Buckets as Prometheus wants them: cumulative counts come from these.
-struct LatencyHistogram {
-  static constexpr std::array<double, 10> kBoundsSeconds{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5,
-                                                         5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2};
-  std::array<std::uint64_t, kBoundsSeconds.size() + 1> counts{};  // the last one: above every bound
-  double sum_seconds = 0;
-
-  void observe(double seconds) {
-    std::size_t bucket = 0;
-    while (bucket < kBoundsSeconds.size() && seconds > kBoundsSeconds[bucket]) ++bucket;
-    ++counts[bucket];
-    sum_seconds += seconds;
-  }
-};
 
 struct ServiceSnapshot {
   std::vector<PartitionReport> partitions;  // ordered by (topic, partition)

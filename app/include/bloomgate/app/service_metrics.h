@@ -23,6 +23,8 @@
 //     rebuilding from the input history: bloomgate_rebuilding (0/1), bloomgate_rebuild_progress_ratio,
 //     bloomgate_rebuilds_total, bloomgate_rebuild_events_total, bloomgate_rebuild_duration_seconds
 //   bloomgate_event_processing_seconds (histogram, one event in 64 timed)
+//   bloomgate_duplicate_age_seconds{pipeline,topic,partition} (histogram): how long before a duplicate its key
+//     had been seen, from the slice that matched; buckets DuplicateAgeHistogram::kTtlShares x the pipeline's TTL
 //   bloomgate_producer_queue_records, bloomgate_offset_commits_total, bloomgate_running
 //
 // Every series of an input partition exists, at zero, once the service's start-up checks have listed the
@@ -59,10 +61,9 @@ class ServiceMetrics {
   struct PartitionSeries;
 
   PartitionSeries& series_for(const PartitionReport& partition);
-  void publish_latency(const LatencyHistogram& latest);
-
   std::unique_ptr<Families> families_;
   std::map<std::pair<std::string, std::int32_t>, std::unique_ptr<PartitionSeries>> partitions_;
+  std::map<std::string, double> ttl_seconds_;  // by pipeline name: the duplicate-age buckets scale with it
   LatencyHistogram published_latency_;
 };
 

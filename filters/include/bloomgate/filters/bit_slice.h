@@ -72,12 +72,13 @@ struct BitSlice {
   static BitSlice decode(std::string_view record, FilterType type, std::uint64_t expected_id, std::uint32_t k);
 };
 
-// b.5: true when k consecutive slices, each valid and with the key's bit set, exist among `slices`
-// (newest first). After a miss at position p every window containing p fails, so the search jumps to the
+// b.5: the first window of k consecutive slices, each valid and with the key's bit set, among `slices`
+// (newest first), searching from the oldest window: the index of that window's newest slice, or -1 when
+// there is none. After a miss at position p every window containing p fails, so the search jumps to the
 // window ending just below p and keeps the matches already seen there.
 template <typename IsValid>
-bool k_consecutive_match(const std::deque<BitSlice>& slices, std::uint32_t k, const Probes& probes,
-                         IsValid is_valid) {
+std::int64_t oldest_matching_window(const std::deque<BitSlice>& slices, std::uint32_t k, const Probes& probes,
+                                    IsValid is_valid) {
   const auto n = static_cast<std::int64_t>(slices.size());
   const auto run = static_cast<std::int64_t>(k);
   std::int64_t i = n - run;
@@ -86,7 +87,7 @@ bool k_consecutive_match(const std::deque<BitSlice>& slices, std::uint32_t k, co
   while (i >= 0) {
     const BitSlice& slice = slices[static_cast<std::size_t>(i)];
     if (is_valid(slice) && slice.test(probes)) {
-      if (matched_above + ++matched == run) return true;
+      if (matched_above + ++matched == run) return i - matched + 1;
       ++i;
     } else {
       i -= run;
@@ -94,7 +95,13 @@ bool k_consecutive_match(const std::deque<BitSlice>& slices, std::uint32_t k, co
       matched = 0;
     }
   }
-  return false;
+  return -1;
+}
+
+template <typename IsValid>
+bool k_consecutive_match(const std::deque<BitSlice>& slices, std::uint32_t k, const Probes& probes,
+                         IsValid is_valid) {
+  return oldest_matching_window(slices, k, probes, is_valid) >= 0;
 }
 
 // Keys a batched test-and-insert looks ahead: their first lines are requested this many keys early.

@@ -62,6 +62,13 @@ struct FilterImage {
   std::vector<std::uint64_t> dropped_slice_ids;
 };
 
+// What test_and_insert_with_age answers: whether the key was present and, for a present key of a filter
+// that keeps time, how long before `now` the sighting that matched was recorded.
+struct Sighting {
+  bool present = false;
+  std::optional<Duration> age;
+};
+
 enum class ImageScope { kChangedSinceLastPersist, kFull };
 
 // Looks up a slice record by id when restoring; returns nullopt when the store does not have it.
@@ -86,6 +93,10 @@ class Filter {
   virtual void test_and_insert_batch(std::span<const KeyHash> keys, std::span<const TimePoint> now,
                                      std::span<bool> present);
 
+  // test_and_insert that also says how old the matching sighting is. Filters without timestamps (all but
+  // the time-limited one) leave the age empty.
+  virtual Sighting test_and_insert_with_age(KeyHash key, TimePoint now) { return {test_and_insert(key, now), {}}; }
+
   // Read-only membership test.
   virtual bool contains(KeyHash key, TimePoint now) const = 0;
 
@@ -99,6 +110,9 @@ class Filter {
 
   bool test_and_insert(std::string_view key, TimePoint now) { return test_and_insert(hash_key(key), now); }
   bool contains(std::string_view key, TimePoint now) const { return contains(hash_key(key), now); }
+  Sighting test_and_insert_with_age(std::string_view key, TimePoint now) {
+    return test_and_insert_with_age(hash_key(key), now);
+  }
 };
 
 // The whole filter as one blob: its metadata record followed by every slice record.

@@ -56,12 +56,17 @@ class TimeLimitedFilter final : public Filter {
   // current one, so those misses overlap the current key's instead of starting after it.
   void test_and_insert_batch(std::span<const KeyHash> keys, std::span<const TimePoint> now,
                              std::span<bool> present) override;
+  // The age is read off the stamps of the slices the sighting wrote, so its resolution is a generation
+  // (about T/l); neighbouring slices that hold the key's bit by chance blur it by a generation or two
+  // (sighting_age). With refresh_on_duplicate a key seen several times reports about its oldest sighting.
+  Sighting test_and_insert_with_age(KeyHash key, TimePoint now) override;
   bool contains(KeyHash key, TimePoint now) const override;
   FilterStats stats(TimePoint now) const override;
   FilterImage image(ImageScope scope) const override;
   void mark_persisted() override;
   using Filter::contains;
   using Filter::test_and_insert;
+  using Filter::test_and_insert_with_age;
 
   static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup);
 
@@ -77,7 +82,9 @@ class TimeLimitedFilter final : public Filter {
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
   void prefetch_first_lines(const detail::Probes& probes) const noexcept;
-  bool test_and_insert_probes(const detail::Probes& probes, TimePoint now);
+  // Sets *age (when age is not null) for a present key.
+  bool test_and_insert_probes(const detail::Probes& probes, TimePoint now, std::optional<Duration>* age = nullptr);
+  Duration sighting_age(const detail::Probes& probes, std::size_t oldest_window, std::int64_t now_ns) const;
   void insert(const detail::Probes& probes, std::int64_t now_ns);
   void reset(std::int64_t now_ns);
   void end_generation_early();
