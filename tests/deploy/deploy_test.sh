@@ -86,6 +86,10 @@ report(port[0] == "0.0.0.0" and f"{port[1]}:{port[1]}" in services["bloomgate"][
 prometheus = yaml.safe_load(open("deploy/compose/prometheus/prometheus.yml"))
 targets = [t for job in prometheus["scrape_configs"] for sc in job.get("static_configs", []) for t in sc["targets"]]
 report(f"bloomgate:{port[1]}" in targets, "Prometheus scrapes bloomgate's metrics port", targets)
+prometheus_mounts = {v.split(":")[1]: v.split(":")[0] for v in services["prometheus"]["volumes"]}
+report(prometheus_mounts.get("/etc/prometheus/rules") == "./charts/bloomgate/alerts"
+       and "/etc/prometheus/rules/*.yaml" in prometheus.get("rule_files", []),
+       "Prometheus loads the chart's alerting rules", (prometheus_mounts, prometheus.get("rule_files")))
 grafana = {v.split(":")[1]: v.split(":")[0] for v in services["grafana"]["volumes"]}
 provider = yaml.safe_load(open("deploy/compose/grafana/provisioning/dashboards/bloomgate.yaml"))["providers"][0]
 report(grafana.get(provider["options"]["path"]) == "./charts/bloomgate/dashboards",
@@ -153,7 +157,7 @@ check_fails "check_chart_values.py catches a reference missing from values.yaml"
 cp -r "$chart" "$tmp/unbalanced"
 echo '{{- if .Values.pdb.create }}' >>"$tmp/unbalanced/templates/pdb.yaml"
 check_fails "check_chart_values.py catches an unbalanced if" "$py" "$here/check_chart_values.py" "$tmp/unbalanced"
-for template in statefulset configmap service-headless service-metrics servicemonitor pdb serviceaccount; do
+for template in statefulset configmap service-headless service-metrics servicemonitor prometheusrule pdb serviceaccount; do
   check "templates/$template.yaml exists" test -f "$chart/templates/$template.yaml"
 done
 check "StatefulSet: checksum/config rolls pods on a config change" \
@@ -165,6 +169,9 @@ check "StatefulSet: probes on /healthz, /readyz" \
 check "StatefulSet: POD_NAME from the downward API" grep -q 'fieldPath: metadata.name' "$chart/templates/statefulset.yaml"
 check "ServiceMonitor is behind serviceMonitor.enabled" \
   bash -c "head -1 '$chart/templates/servicemonitor.yaml' | grep -qx '{{- if .Values.serviceMonitor.enabled }}'"
+check "PrometheusRule is behind prometheusRule.enabled" \
+  bash -c "sed -n 2p '$chart/templates/prometheusrule.yaml' | grep -qx '{{- if .Values.prometheusRule.enabled }}'"
+check "promtool check rules accepts the alerting rules" promtool check rules "$chart/alerts/bloomgate.rules.yaml"
 check "the dashboards folder has its README" test -f "$chart/dashboards/README.md"
 python_checks "$chart/dashboards" <<'PY'
 import json, pathlib, sys

@@ -9,11 +9,13 @@ Prometheus server (Debian's `prometheus` package) on loopback scraping it every 
      does not export fails here, with its name);
   4. every expression of every dashboard panel, and the dashboards' variable queries, evaluated through
      Prometheus's HTTP API, returns data;
-  5. the observed false-positive rate (probe keys never inserted) agrees with the estimated one within a
+  5. the alerting rules (charts/bloomgate/alerts) load, and Prometheus evaluates every one of them without
+     an error (health "ok" in /api/v1/rules) against the live series;
+  6. the observed false-positive rate (probe keys never inserted) agrees with the estimated one within a
      factor of 1.5 either way. Tolerance: the demo probes 4 partitions x 5,000 keys per second, so a 10 s
      window holds ~200,000 probes and ~200 false positives at the 1e-3 target; the ratio's relative
      standard deviation is then ~7 %, and 1.5x is over 5 standard deviations.
-Usage: prometheus_test.py BLOOMGATE_BINARY DASHBOARD_DIR
+Usage: prometheus_test.py BLOOMGATE_BINARY DASHBOARD_DIR RULES_FILE
 Every wait is bounded; every process started is stopped on the way out.
 """
 import json
@@ -113,7 +115,17 @@ def scalar(base, expr):
     return float(result[0]["value"][1])
 
 
-def main(binary, dashboard_dir):
+def check_rules(base, rules_file):
+    status, body = http_get(base + "/api/v1/rules")
+    groups = json.loads(body)["data"]["groups"] if status == 200 else []
+    rules = [rule for group in groups for rule in group["rules"]]
+    check(len(rules) > 0, f"Prometheus loaded {len(rules)} rules from {rules_file}")
+    for rule in rules:
+        check(rule["health"] == "ok" and rule.get("lastEvaluation", "").startswith("20"),
+              f"rule {rule['name']} is evaluated without error" + (f" ({rule.get('lastError')})" if rule["health"] != "ok" else ""))
+
+
+def main(binary, dashboard_dir, rules_file):
     work = pathlib.Path(tempfile.mkdtemp(prefix="bloomgate-prometheus-test-"))
     metrics_port, prometheus_port = free_port(), free_port()
     metrics = f"http://127.0.0.1:{metrics_port}"
@@ -144,6 +156,7 @@ def main(binary, dashboard_dir):
 
         (work / "prometheus.yml").write_text(
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+            f"rule_files: ['{pathlib.Path(rules_file).resolve()}']\n"
             f"scrape_configs:\n  - job_name: bloomgate\n    static_configs: [{{targets: ['127.0.0.1:{metrics_port}']}}]\n")
         prometheus = subprocess.Popen(
             ["prometheus", f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'tsdb'}",
@@ -156,6 +169,8 @@ def main(binary, dashboard_dir):
         for where, expr in queries:
             result, error = prometheus_query(prometheus_base, concrete(expr))
             check(error is None and bool(result), f"{where} returns data" + (f" ({error})" if error else ""))
+
+        check_rules(prometheus_base, rules_file)
 
         observed = scalar(prometheus_base, "sum(increase(bloomgate_filter_fpr_probe_hits_total[10s])) / "
                                            "sum(increase(bloomgate_filter_fpr_probes_total[10s]))")
@@ -177,6 +192,6 @@ def main(binary, dashboard_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3])
     print(f"prometheus checks: {len(failures)} failed")
     sys.exit(1 if failures else 0)
