@@ -139,6 +139,10 @@ struct ServiceSnapshot {
   std::uint64_t duplicates = 0;
   std::uint64_t dead_lettered = 0;
   std::uint64_t commits = 0;
+  // kafka.guarantee exactly_once: transactions committed, and aborted (their events were consumed and
+  // decided again; the per-partition counters above count them once per attempt).
+  std::uint64_t transactions_committed = 0;
+  std::uint64_t transactions_aborted = 0;
   int producer_queue = 0;  // records produced but not yet acknowledged
   LatencyHistogram processing_latency;
   bool running = false;    // consuming: start-up checks passed, the group assigned this member its
