@@ -622,6 +622,7 @@ class Service::Impl {
     std::vector<ReconcileRequest> requests;
     std::vector<PartitionWorker*> requesters;
     std::vector<TopicPartition*> fresh;  // no usable checkpoint
+    std::vector<PartitionWorker*> restored;
     for (auto& partition : partitions) {
       const auto pipeline = pipeline_of_topic_.find(partition.topic);
       if (pipeline == pipeline_of_topic_.end()) continue;
@@ -633,6 +634,7 @@ class Service::Impl {
       PartitionWorker& worker = *workers_.at(key);
       if (checkpoint) {
         partition.offset = checkpoint->next_offset;  // resume exactly where the filter stands
+        restored.push_back(&worker);
         if (worker.output_partition >= 0) {
           requests.push_back({key.first, key.second, worker.pipeline->output, worker.output_partition,
                               checkpoint->output_offset, checkpoint->next_offset});
@@ -643,6 +645,7 @@ class Service::Impl {
         fresh.push_back(&partition);
       }
     }
+    report_checkpoints_behind_commit(restored);
     // Without a checkpoint a partition starts at its committed offset, whose metadata may still name the
     // output offset of the last checkpoint (state lost, or a new machine): the replay from there is
     // reconciled too. Otherwise only the output's high watermark is needed (the output floor).
@@ -673,6 +676,35 @@ class Service::Impl {
     for (TopicPartition* partition : fresh) {
       PartitionWorker& worker = *workers_.at(PartitionKey(partition->topic, partition->partition));
       if (worker.next_offset >= 0) write_state(worker);
+    }
+  }
+
+  // A checkpoint is never written after its offset is committed (at_least_once: the commit follows it), so
+  // one behind the group's committed offset means the store lost synced checkpoints (a write-ahead log cut
+  // short: RocksDB opens at its last whole record, state_store.h), or another member processed the
+  // partition after this one's last checkpoint. Either way the replay from the checkpoint is reconciled
+  // against the output (the reconciliation read below); this only says that it happened.
+  void report_checkpoints_behind_commit(const std::vector<PartitionWorker*>& restored) {
+    if (restored.empty()) return;
+    TopicPartitions query;
+    for (const PartitionWorker* worker : restored) {
+      query.push_back({worker->id.topic, worker->id.partition, connectors::kNoOffset, {}, {}});
+    }
+    const auto committed = consumer_->committed(query, kMetadataTimeout);
+    if (!committed.ok()) {
+      spdlog::debug("restored checkpoints not compared with the committed offsets: {}", committed.error().message());
+      return;
+    }
+    for (const TopicPartition& answer : committed.value()) {
+      for (PartitionWorker* worker : restored) {
+        if (worker->id.topic != answer.topic || worker->id.partition != answer.partition) continue;
+        if (!answer.error.ok() || answer.offset <= worker->next_offset) continue;
+        ++worker->report->restores_behind_commit;
+        spdlog::warn("{}: the checkpoint at input offset {} is behind the group's committed offset {}: the state "
+                     "store lost its newer checkpoints, or another member processed the partition since; the events "
+                     "from offset {} are consumed again and reconciled against the output",
+                     connectors::to_string(worker->id), worker->next_offset, answer.offset, worker->next_offset);
+      }
     }
   }
 

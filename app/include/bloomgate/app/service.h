@@ -104,6 +104,9 @@ struct PartitionReport {
   bool restored = false;                  // the current (or last) assignment started from a checkpoint
   std::uint64_t reconciled = 0;           // events decided but not produced: the output already held them
   std::uint64_t state_corruptions = 0;    // stored state found corrupt and dropped (filter rebuilt)
+  // Restores whose checkpoint was older than the group's committed offset: the store lost synced writes (a
+  // write-ahead log cut short) or another member processed the partition since. Replayed and reconciled.
+  std::uint64_t restores_behind_commit = 0;
   double last_restore_seconds = 0;        // the last assignment's restore: checkpoint read and filter built
   // Rebuilding the filter from the input history (no usable state, a committed offset): docs/state.md.
   bool rebuilding = false;
