@@ -39,6 +39,13 @@
 // crash; corrupt state is set aside (counted) and the partition is rebuilt from the input. A second
 // process on the same state.dir fails at start (exit 1).
 //
+// kafka.guarantee exactly_once (docs/state.md, "Transactional mode"): the producer is transactional
+// (transactional.id <group_id>.<instance_name>); each checkpoint interval is one transaction holding the
+// records and the input offsets (send_offsets_to_transaction with the consumer's group metadata), and each
+// partition's state is written after the commit. An abortable error aborts the transaction and rewinds every
+// partition to its last commit (consumer position and filter, restored from the store); a fatal one stops
+// the service. Revocation commits the open transaction; a lost partition aborts it.
+//
 // Start-up checks, before any event is consumed: every input, output, duplicates and dead-letter topic
 // exists, and with same_as_input the output has at least as many partitions as each input.
 //
