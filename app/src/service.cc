@@ -679,10 +679,10 @@ class Service::Impl {
     }
   }
 
-  // A checkpoint is never written after its offset is committed (at_least_once: the commit follows it), so
-  // one behind the group's committed offset means the store lost synced checkpoints (a write-ahead log cut
-  // short: RocksDB opens at its last whole record, state_store.h), or another member processed the
-  // partition after this one's last checkpoint. Either way the replay from the checkpoint is reconciled
+  // In at_least_once a commit always follows its checkpoint, so a checkpoint behind the group's committed
+  // offset means the store lost synced checkpoints (a write-ahead log cut short: RocksDB opens at its last
+  // whole record, state_store.h), or another member processed the partition after this one's last
+  // checkpoint; in exactly_once also a crash between a commit and the checkpoint written after it. Either way the replay from the checkpoint is reconciled
   // against the output (the reconciliation read below); this only says that it happened.
   void report_checkpoints_behind_commit(const std::vector<PartitionWorker*>& restored) {
     if (restored.empty()) return;
