@@ -154,6 +154,9 @@ struct PartitionWorker {
   std::map<std::int64_t, std::int64_t> delivered;
   // exactly_once: `delivered` as it was at the last commit, for the rewind after an aborted transaction.
   std::map<std::int64_t, std::int64_t> delivered_at_last_commit;
+  // exactly_once: the filter decided an event since the last commit. Not the same as next_offset having
+  // moved: an event whose record was refused is decided and fetched, but its offset never advanced.
+  bool decided_since_commit = false;
   bool full_image_next = false;                  // the next checkpoint writes every slice (a fresh store)
   FprProbe fpr_probe;
 };
@@ -467,6 +470,7 @@ class Service::Impl {
     const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
     const auto started = timed ? Clock::now() : Clock::time_point{};
     const EventView event = event_of(message, *worker->pipeline, header_views_);
+    worker->decided_since_commit = true;
     const Verdict verdict = worker->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
     PartitionReport& report = *worker->report;
     if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
@@ -545,9 +549,11 @@ class Service::Impl {
       }
     }
     if (KafkaError error = producer_->produce(topic, out, std::move(record_headers)); !error.ok()) {
-      // In a transaction a refused record is one the transaction cannot hold: abort it and consume again.
-      if (transaction_ && !error.is_fatal()) abort_and_rewind(error);
-      else fail("producing to " + topic + " failed: " + error.message());
+      // In a transaction, a record refused for a reason that may pass (a full queue) or that librdkafka
+      // says needs an abort: abort, rewind and decide again. Anything else is permanent (an unknown topic,
+      // no authorization): retrying would abort forever, so stop, as librdkafka's transactions example does.
+      if (transaction_ && (error.requires_abort() || error.is_retriable()) && !error.is_fatal()) abort_and_rewind(error);
+      else fail("producing to " + topic + " failed: " + error.describe());
       return false;
     }
     return true;
@@ -1036,7 +1042,10 @@ class Service::Impl {
       result.committed = false;
       return result;
     }
-    for (PartitionWorker* worker : committing) worker->committed_offset = worker->next_offset;
+    for (PartitionWorker* worker : committing) {
+      worker->committed_offset = worker->next_offset;
+      worker->report->committed_offset = worker->next_offset;
+    }
     ++commits_;
     return result;
   }
@@ -1076,8 +1085,10 @@ class Service::Impl {
     if (was_open || !offsets.empty()) ++transactions_committed_;
     if (!offsets.empty()) ++commits_;
     CheckpointResult checkpointed;
+    for (PartitionWorker* worker : all_workers()) worker->decided_since_commit = false;
     for (PartitionWorker* worker : committing) {
       worker->committed_offset = worker->next_offset;
+      worker->report->committed_offset = worker->next_offset;
       worker->delivered_at_last_commit = worker->delivered;
       if (!write_state(*worker)) ++checkpointed.state_failures;
     }
@@ -1121,7 +1132,7 @@ class Service::Impl {
   void rewind_to_last_commit() {
     TopicPartitions positions;
     for (const auto& [key, worker] : workers_) {
-      if (worker->next_offset == worker->checkpointed_offset) continue;  // nothing consumed since
+      if (!worker->decided_since_commit && worker->next_offset == worker->checkpointed_offset) continue;
       if (!rewind(*worker)) return;
       positions.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->next_offset, {}, {}});
     }
@@ -1154,6 +1165,7 @@ class Service::Impl {
     worker.next_offset = worker.checkpointed_offset;
     worker.report->next_offset = worker.next_offset;
     worker.delivered = worker.delivered_at_last_commit;
+    worker.decided_since_commit = false;
     return true;
   }
 

@@ -34,16 +34,17 @@ config::Config exactly_once_config(const EmbeddedBroker& broker, const std::stri
   return config;
 }
 
-// True once the service's position in every partition of `topic` is the partition's end: everything was
-// decided, and is in the open transaction or committed. Aborted events count again, so `consumed` cannot say.
-bool wait_until_processed_to_end(const ServiceThread& service, const EmbeddedBroker& broker, const std::string& topic) {
+// True once the service has committed every partition of `topic` up to the partition's end (a transaction
+// holding the offsets committed). Aborted events count again, so `consumed` cannot say, and the group's
+// committed offsets cannot either: the mock does not store offsets sent to a transaction.
+bool wait_until_committed_to_end(const ServiceThread& service, const EmbeddedBroker& broker, const std::string& topic) {
   const std::map<std::int32_t, std::int64_t> ends = end_offsets(broker, topic);
   const auto at_end = [&] {
     std::size_t partitions_at_end = 0;
     for (const PartitionReport& partition : service.snapshot().partitions) {
       const auto end = ends.find(partition.partition);
       if (partition.topic != topic || end == ends.end()) continue;
-      if (end->second == 0 || partition.next_offset == end->second) ++partitions_at_end;
+      if (end->second == 0 || partition.committed_offset == end->second) ++partitions_at_end;
     }
     return partitions_at_end == ends.size();
   };
@@ -58,7 +59,7 @@ bool wait_until_processed_to_end(const ServiceThread& service, const EmbeddedBro
 // One run of the service over everything in "orders", stopped gracefully; returns its last snapshot.
 ServiceSnapshot run_to_end(const EmbeddedBroker& broker, const config::Config& config) {
   ServiceThread service(config, broker);
-  EXPECT_TRUE(wait_until_processed_to_end(service, broker, "orders"));
+  EXPECT_TRUE(wait_until_committed_to_end(service, broker, "orders"));
   const std::optional<RunResult> result = service.stop();
   EXPECT_TRUE(result && result->exit_code == 0) << describe(result);
   return service.snapshot();
@@ -114,6 +115,20 @@ TEST(Transactions, AStopAndARestartReplayNothingAndLoseNothing) {
   expect_exact_answer(compare_with_exact_answer(broker, "orders", "orders-unique"));
 }
 
+// Runs the service over a seeded stream with `inject` called on the cluster before it starts, and checks
+// that it aborted at least once and that the log holds the exact answer.
+void expect_aborted_and_retried(const std::string& group_id, std::uint64_t seed,
+                                const std::function<void(rd_kafka_mock_cluster_t*)>& inject) {
+  EmbeddedBroker broker;
+  create_topics(broker, {"orders", "orders-unique"}, kPartitions);
+  produce_all(broker, "orders", repeating_stream(seed, kEvents, kRepeatShare));
+  inject(broker.native_cluster());
+  const ServiceSnapshot snapshot = run_to_end(broker, exactly_once_config(broker, group_id));
+  EXPECT_GE(snapshot.transactions_aborted, 1U);
+  EXPECT_GE(snapshot.transactions_committed, 1U);
+  expect_exact_answer(compare_with_exact_answer(broker, "orders", "orders-unique"));
+}
+
 // AddPartitionsToTxn refused (TOPIC_AUTHORIZATION_FAILED) makes the open transaction abortable, as in
 // librdkafka's own 0105 test: the service aborts it, rewinds input and filters to the last commit and
 // decides the events again. Records of the aborted transaction never reach the log (their partition was
@@ -121,18 +136,10 @@ TEST(Transactions, AStopAndARestartReplayNothingAndLoseNothing) {
 // rewind that skipped the input or kept the filter would lose the aborted transaction's events. EndTxn
 // answering COORDINATOR_NOT_AVAILABLE once is retried by librdkafka, unseen.
 TEST(Transactions, AnAbortedTransactionIsRetriedWithoutLossOrDuplicates) {
-  EmbeddedBroker broker;
-  create_topics(broker, {"orders", "orders-unique"}, kPartitions);
-  produce_all(broker, "orders", repeating_stream(kStreamSeed + 2, kEvents, kRepeatShare));
-  rd_kafka_mock_push_request_errors(broker.native_cluster(), kAddPartitionsToTxn, 1,
-                                    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
-  rd_kafka_mock_push_request_errors(broker.native_cluster(), kEndTxn, 1, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE);
-  const config::Config config = exactly_once_config(broker, "txn-abort");
-
-  const ServiceSnapshot snapshot = run_to_end(broker, config);
-  EXPECT_GE(snapshot.transactions_aborted, 1U);
-  EXPECT_GE(snapshot.transactions_committed, 1U);
-  expect_exact_answer(compare_with_exact_answer(broker, "orders", "orders-unique"));
+  expect_aborted_and_retried("txn-abort", kStreamSeed + 2, [](rd_kafka_mock_cluster_t* cluster) {
+    rd_kafka_mock_push_request_errors(cluster, kAddPartitionsToTxn, 1, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    rd_kafka_mock_push_request_errors(cluster, kEndTxn, 1, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE);
+  });
 }
 
 }  // namespace

@@ -96,6 +96,9 @@ struct PartitionReport {
   PartitionCounters counters;
   std::array<std::uint64_t, kRejectionReasonCount> dead_letters_by_reason{};
   std::int64_t next_offset = -1;     // the next input offset to process; -1 before the first event
+  // The next offset of this member's last commit: exactly_once, of the last committed transaction;
+  // at_least_once, of the last commit sent (an asynchronous one may still be refused). -1 before one.
+  std::int64_t committed_offset = -1;
   std::int64_t high_watermark = -1;  // as last fetched; -1 when unknown. Lag = high_watermark - next_offset
   filters::FilterStats filter;       // as of the last snapshot or revocation; slice_stats left empty
   // The observed false-positive rate: random keys that were never inserted are asked at every snapshot
