@@ -22,6 +22,7 @@
 #include "input_rebuilder.h"
 #include "output_reconciler.h"
 #include "output_record.h"
+#include "output_transaction.h"
 
 namespace bloomgate::app {
 namespace {
@@ -46,6 +47,7 @@ constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histog
 // always checks them): at 10^6 events/s, every 64 us.
 constexpr std::uint32_t kTimerCheckEvery = 64;
 constexpr std::chrono::seconds kRetentionAnswerWait{30};  // how long the loop looks for the retention answer
+constexpr std::chrono::milliseconds kTransactionInitTimeout{60'000};
 
 filters::TimePoint wall_clock_now() {
   return std::chrono::time_point_cast<filters::Duration>(std::chrono::system_clock::now());
@@ -150,6 +152,11 @@ struct PartitionWorker {
   // the output offset of their record. Their events are decided again (so their keys are inserted) but
   // not produced again. Emptied as consumption passes them.
   std::map<std::int64_t, std::int64_t> delivered;
+  // exactly_once: `delivered` as it was at the last commit, for the rewind after an aborted transaction.
+  std::map<std::int64_t, std::int64_t> delivered_at_last_commit;
+  // exactly_once: the filter decided an event since the last commit. Not the same as next_offset having
+  // moved: an event whose record was refused is decided and fetched, but its offset never advanced.
+  bool decided_since_commit = false;
   bool full_image_next = false;                  // the next checkpoint writes every slice (a fresh store)
   FprProbe fpr_probe;
 };
@@ -190,7 +197,7 @@ class Service::Impl {
  private:
   // ---- start-up ----------------------------------------------------------------------------------
 
-  enum class ClientRole { kConsumer, kOther };
+  enum class ClientRole { kConsumer, kReader, kOther };  // kReader: the reconciler's and rebuilder's consumers
 
   connectors::KafkaConfig client_config(ClientRole role) const {
     connectors::KafkaConfig kafka;
@@ -201,8 +208,13 @@ class Service::Impl {
     if (KafkaError error = kafka.set_all(config_.kafka.properties); !error.ok()) {
       throw std::runtime_error("kafka.properties: " + error.message());
     }
+    // exactly_once: what an aborted transaction wrote is not there, for the loop (an upstream transactional
+    // producer's aborts) and for the reconciliation read of the output (this service's own).
+    if (role != ClientRole::kOther && exactly_once()) kafka.with("isolation.level", "read_committed");
     return kafka;
   }
+
+  bool exactly_once() const { return config_.kafka.guarantee == config::Guarantee::kExactlyOnce; }
 
   void start() {
     open_state_store();
@@ -216,7 +228,9 @@ class Service::Impl {
     connectors::ProducerOptions producer_options;
     producer_options.hooks = options_.hooks;
     producer_options.on_delivery = [this](const connectors::DeliveryReport& report) { on_delivery(report); };
+    if (exactly_once()) producer_options.transactional_id = config::transactional_id(config_.kafka);
     producer_ = std::make_unique<connectors::Producer>(kafka, std::move(producer_options));
+    if (exactly_once()) start_transactions();
     consumer_ = std::make_unique<connectors::Consumer>(client_config(ClientRole::kConsumer), consumer_options());
     std::vector<std::string> topics;
     for (const auto& [topic, pipeline] : pipeline_of_topic_) topics.push_back(topic);
@@ -226,6 +240,14 @@ class Service::Impl {
     running_ = true;
     spdlog::info("consuming {} input topic(s) of {} pipeline(s) as group {}", topics.size(), config_.pipelines.size(),
                  config_.kafka.group_id);
+  }
+
+  // Before the consumer joins: a predecessor with this transactional.id is fenced and its open transaction
+  // ended, so the reconciliation read that follows an assignment sees the output as it will stay.
+  void start_transactions() {
+    transaction_ = std::make_unique<OutputTransaction>(*producer_);
+    transaction_->init(Clock::now() + kTransactionInitTimeout);
+    spdlog::info("exactly_once: transactional.id {}", config::transactional_id(config_.kafka));
   }
 
   // The input topic is the filter's changelog: a rebuild needs one TTL of it. Said at start-up, since a
@@ -423,7 +445,7 @@ class Service::Impl {
       events_since_timer_check = 0;
       const auto now = Clock::now();
       check_retention(now);
-      if (now >= next_checkpoint) {
+      if (now >= next_checkpoint || transaction_doomed_) {
         checkpoint(all_workers(), CommitMode::kAsync, now + kCheckpointFlushTimeout);
         next_checkpoint = now + config_.state.checkpoint_interval;
       }
@@ -448,6 +470,7 @@ class Service::Impl {
     const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
     const auto started = timed ? Clock::now() : Clock::time_point{};
     const EventView event = event_of(message, *worker->pipeline, header_views_);
+    worker->decided_since_commit = true;
     const Verdict verdict = worker->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
     PartitionReport& report = *worker->report;
     if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
@@ -527,8 +550,18 @@ class Service::Impl {
     out.key = message.key();
     out.value = message.value();
     out.timestamp_ms = message.timestamp_ms().value_or(0);
+    if (transaction_) {
+      if (KafkaError error = transaction_->ensure_open(); !error.ok()) {
+        fail("exactly_once: a transaction could not begin: " + error.describe());
+        return false;
+      }
+    }
     if (KafkaError error = producer_->produce(topic, out, std::move(record_headers)); !error.ok()) {
-      fail("producing to " + topic + " failed: " + error.message());
+      // In a transaction, a record refused for a reason that may pass (a full queue) or that librdkafka
+      // says needs an abort: abort, rewind and decide again. Anything else is permanent (an unknown topic,
+      // no authorization): retrying would abort forever, so stop, as librdkafka's transactions example does.
+      if (transaction_ && (error.requires_abort() || error.is_retriable()) && !error.is_fatal()) abort_and_rewind(error);
+      else fail("producing to " + topic + " failed: " + error.describe());
       return false;
     }
     return true;
@@ -546,6 +579,12 @@ class Service::Impl {
       const auto index = static_cast<std::size_t>(report.partition);
       if (offsets.size() <= index) offsets.resize(index + 1, -1);
       offsets[index] = std::max(offsets[index], report.offset);
+      return;
+    }
+    // In a transaction a failed delivery dooms the transaction, not the service: the loop aborts it and
+    // rewinds (never from here, a librdkafka callback). The purged records of an abort report here too.
+    if (transaction_ && !report.error.is_fatal()) {
+      if (!discarding_aborted_ && !transaction_doomed_) transaction_doomed_ = report.error;
       return;
     }
     fail("delivery to " + std::string(report.topic) + " failed: " + report.error.message());
@@ -597,6 +636,7 @@ class Service::Impl {
     std::vector<ReconcileRequest> requests;
     std::vector<PartitionWorker*> requesters;
     std::vector<TopicPartition*> fresh;  // no usable checkpoint
+    std::vector<PartitionWorker*> restored;
     for (auto& partition : partitions) {
       const auto pipeline = pipeline_of_topic_.find(partition.topic);
       if (pipeline == pipeline_of_topic_.end()) continue;
@@ -608,6 +648,7 @@ class Service::Impl {
       PartitionWorker& worker = *workers_.at(key);
       if (checkpoint) {
         partition.offset = checkpoint->next_offset;  // resume exactly where the filter stands
+        restored.push_back(&worker);
         if (worker.output_partition >= 0) {
           requests.push_back({key.first, key.second, worker.pipeline->output, worker.output_partition,
                               checkpoint->output_offset, checkpoint->next_offset});
@@ -618,6 +659,7 @@ class Service::Impl {
         fresh.push_back(&partition);
       }
     }
+    report_checkpoints_behind_commit(restored);
     // Without a checkpoint a partition starts at its committed offset, whose metadata may still name the
     // output offset of the last checkpoint (state lost, or a new machine): the replay from there is
     // reconciled too. Otherwise only the output's high watermark is needed (the output floor).
@@ -648,6 +690,35 @@ class Service::Impl {
     for (TopicPartition* partition : fresh) {
       PartitionWorker& worker = *workers_.at(PartitionKey(partition->topic, partition->partition));
       if (worker.next_offset >= 0) write_state(worker);
+    }
+  }
+
+  // In at_least_once a commit always follows its checkpoint, so a checkpoint behind the group's committed
+  // offset means the store lost synced checkpoints (a write-ahead log cut short: RocksDB opens at its last
+  // whole record, state_store.h), or another member processed the partition after this one's last
+  // checkpoint; in exactly_once also a crash between a commit and the checkpoint written after it. Either way the replay from the checkpoint is reconciled
+  // against the output (the reconciliation read below); this only says that it happened.
+  void report_checkpoints_behind_commit(const std::vector<PartitionWorker*>& restored) {
+    if (restored.empty()) return;
+    TopicPartitions query;
+    for (const PartitionWorker* worker : restored) {
+      query.push_back({worker->id.topic, worker->id.partition, connectors::kNoOffset, {}, {}});
+    }
+    const auto committed = consumer_->committed(query, kMetadataTimeout);
+    if (!committed.ok()) {
+      spdlog::debug("restored checkpoints not compared with the committed offsets: {}", committed.error().message());
+      return;
+    }
+    for (const TopicPartition& answer : committed.value()) {
+      for (PartitionWorker* worker : restored) {
+        if (worker->id.topic != answer.topic || worker->id.partition != answer.partition) continue;
+        if (!answer.error.ok() || answer.offset <= worker->next_offset) continue;
+        ++worker->report->restores_behind_commit;
+        spdlog::warn("{}: the checkpoint at input offset {} is behind the group's committed offset {}: the state "
+                     "store lost its newer checkpoints, or another member processed the partition since; the events "
+                     "from offset {} are consumed again and reconciled against the output",
+                     connectors::to_string(worker->id), worker->next_offset, answer.offset, worker->next_offset);
+      }
     }
   }
 
@@ -800,7 +871,7 @@ class Service::Impl {
   // A reader outside the group, named after the group so operators can tell whose it is.
   SideReaderOptions side_reader_options(const std::string& role) const {
     SideReaderOptions options;
-    options.config = client_config(ClientRole::kOther);
+    options.config = client_config(ClientRole::kReader);
     options.hooks = options_.hooks;
     options.group_id = config_.kafka.group_id + "." + role;
     options.idle_timeout = kReconcileIdleTimeout;
@@ -865,6 +936,7 @@ class Service::Impl {
       PartitionWorker& worker = *workers[i];
       worker.output_floor = result.output_end;
       worker.delivered = result.delivered;
+      worker.delivered_at_last_commit = result.delivered;
       if (request.output_from < 0) continue;
       const std::string input = request.input_topic + "/" + std::to_string(request.input_partition);
       const std::string output = request.output_topic + "/" + std::to_string(request.output_partition);
@@ -897,7 +969,9 @@ class Service::Impl {
       const auto it = workers_.find(PartitionKey(partition.topic, partition.partition));
       if (it != workers_.end()) leaving.push_back(it->second.get());
     }
-    // A lost partition may already belong to another member: committing for it would be wrong.
+    // A lost partition may already belong to another member: committing for it would be wrong. In a
+    // transaction that holds its records, so the whole transaction is aborted once it is gone, and the
+    // partitions kept go back to the last commit.
     if (!lost) checkpoint(leaving, CommitMode::kSync, Clock::now() + flush_budget());
     for (const auto& partition : partitions) {
       const PartitionKey key(partition.topic, partition.partition);
@@ -907,6 +981,9 @@ class Service::Impl {
       if (const auto it = reports_.find(key); it != reports_.end()) it->second.assigned = false;
     }
     invalidate_worker_cache();
+    if (lost && transaction_ && transaction_->is_open() && !failure_) {
+      abort_and_rewind(KafkaError::invalid_argument("partitions lost: " + describe(partitions)));
+    }
     spdlog::info("{} {} partition(s): {}", lost ? "lost" : "revoked", partitions.size(), describe(partitions));
   }
 
@@ -936,12 +1013,14 @@ class Service::Impl {
     bool committed = true;           // flushed, and the commit (if any) was accepted
     std::size_t state_failures = 0;  // partitions whose state could not be written: not committed
     bool flushed = true;             // false: nothing was written or committed (committed is false too)
+    bool aborted = false;            // exactly_once: the transaction was aborted, its input rewound
   };
 
   // Flush, write the state, then commit (service-design.md, "The state invariant", step 1): a partition's
   // checkpoint is written only when every record produced for the events before its next offset has been
   // acknowledged, and its offset is committed only when its checkpoint is durable.
   CheckpointResult checkpoint(const std::vector<PartitionWorker*>& workers, CommitMode mode, Clock::time_point deadline) {
+    if (transaction_) return transactional_checkpoint(deadline);
     CheckpointResult result;
     if (failure_) return {false, 0};
     const auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
@@ -971,9 +1050,131 @@ class Service::Impl {
       result.committed = false;
       return result;
     }
-    for (PartitionWorker* worker : committing) worker->committed_offset = worker->next_offset;
+    for (PartitionWorker* worker : committing) {
+      worker->committed_offset = worker->next_offset;
+      worker->report->committed_offset = worker->next_offset;
+    }
     ++commits_;
     return result;
+  }
+
+  // ---- exactly_once: one transaction per checkpoint interval (docs/state.md, "Transactional mode") -------
+
+  // Flush, send every partition's next offset to the transaction, commit it, and only then write the
+  // state: a checkpoint never runs ahead of a commit. Every partition takes part, whichever are leaving:
+  // the transaction holds the records of all of them.
+  CheckpointResult transactional_checkpoint(Clock::time_point deadline) {
+    if (failure_) return {false, 0};
+    if (transaction_doomed_) return abort_and_rewind(*transaction_doomed_);
+    const auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                                 std::chrono::milliseconds(0));
+    if (KafkaError error = producer_->flush(budget); !error.ok()) {
+      spdlog::warn("flush did not finish ({} records in flight): {}; the transaction stays open", producer_->outq_len(),
+                   error.message());
+      return {false, 0, false};
+    }
+    if (transaction_doomed_) return abort_and_rewind(*transaction_doomed_);
+    TopicPartitions offsets;
+    std::vector<PartitionWorker*> committing;
+    for (PartitionWorker* worker : all_workers()) {
+      if (worker->next_offset < 0 || worker->next_offset == worker->committed_offset) continue;
+      offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->next_offset,
+                                       std::to_string(output_offset(*worker)), {}});
+      committing.push_back(worker);
+    }
+    const bool was_open = transaction_->is_open();
+    const TransactionResult result = transaction_->commit(offsets, *consumer_, deadline);
+    if (result.outcome == TransactionOutcome::kAborted) return rewound_after_abort();
+    if (result.outcome == TransactionOutcome::kFailed) {
+      fail("exactly_once: the transaction could not be committed (" + result.error.describe() +
+           "); a restart resumes at the last checkpoint and reconciles against the committed output");
+      return {false, 0};
+    }
+    if (was_open || !offsets.empty()) ++transactions_committed_;
+    if (!offsets.empty()) ++commits_;
+    CheckpointResult checkpointed;
+    for (PartitionWorker* worker : all_workers()) worker->decided_since_commit = false;
+    for (PartitionWorker* worker : committing) {
+      worker->committed_offset = worker->next_offset;
+      worker->report->committed_offset = worker->next_offset;
+      worker->delivered_at_last_commit = worker->delivered;
+      if (!write_state(*worker)) ++checkpointed.state_failures;
+    }
+    // The rewind after an abort restores filters from the store: a checkpoint behind the last commit would
+    // replay committed events into the output again.
+    if (checkpointed.state_failures != 0) {
+      fail("exactly_once: the state of " + std::to_string(checkpointed.state_failures) +
+           " partition(s) could not be written after a commit (see above); a restart reconciles them against the "
+           "committed output");
+      return {false, checkpointed.state_failures};
+    }
+    return checkpointed;
+  }
+
+  // Aborts the open transaction, then rewinds every partition to the last commit. Stops the service when
+  // the abort fails.
+  CheckpointResult abort_and_rewind(const KafkaError& why) {
+    const TransactionResult result = transaction_->abort(why, Clock::now() + kCheckpointFlushTimeout);
+    if (result.outcome == TransactionOutcome::kFailed) {
+      fail("exactly_once: aborting the transaction failed (" + result.error.describe() + ") after: " + why.describe());
+      return {false, 0};
+    }
+    return rewound_after_abort();
+  }
+
+  CheckpointResult rewound_after_abort() {
+    ++transactions_aborted_;
+    // Serve the purged records' delivery reports now, so they cannot doom the next transaction.
+    discarding_aborted_ = true;
+    static_cast<void>(producer_->flush(kCheckpointFlushTimeout));
+    discarding_aborted_ = false;
+    transaction_doomed_.reset();
+    rewind_to_last_commit();
+    return {false, 0, true, true};
+  }
+
+  // Every partition that consumed since the last commit goes back to it: its filter and event clock to the
+  // checkpoint written right after that commit (read again from the store), its reconciliation set to what
+  // it was then, and the consumer to the checkpoint's next offset. Workers are changed in place: handle()
+  // may hold one.
+  void rewind_to_last_commit() {
+    TopicPartitions positions;
+    for (const auto& [key, worker] : workers_) {
+      if (!worker->decided_since_commit && worker->next_offset == worker->checkpointed_offset) continue;
+      if (!rewind(*worker)) return;
+      positions.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->next_offset, {}, {}});
+    }
+    if (KafkaError error = consumer_->seek(positions, kMetadataTimeout); !error.ok()) {
+      fail("exactly_once: rewinding the input after an aborted transaction failed: " + error.describe());
+      return;
+    }
+    spdlog::info("exactly_once: {} partition(s) rewound to their last commit", positions.size());
+  }
+
+  bool rewind(PartitionWorker& worker) {
+    const std::string name = connectors::to_string(worker.id);
+    if (worker.checkpointed_offset < 0) {
+      fail("exactly_once: " + name + " cannot be rewound after an aborted transaction: it has no checkpoint (its start "
+           "offset was unknown)");
+      return false;
+    }
+    try {
+      const std::optional<connectors::StoredPartition> stored = store_->read(worker.id);
+      if (!stored || stored->checkpoint.next_offset != worker.checkpointed_offset) {
+        throw std::runtime_error("the store does not hold the checkpoint of the last commit");
+      }
+      worker.deduplicator = PartitionDeduplicator(*worker.pipeline, wall_clock_now,
+                                                  filters::restore(stored->filter_meta, store_->slices(worker.id)),
+                                                  filters::from_epoch_nanos(stored->checkpoint.filter_time_ns));
+    } catch (const std::exception& e) {
+      fail("exactly_once: " + name + " cannot be rewound after an aborted transaction: " + e.what());
+      return false;
+    }
+    worker.next_offset = worker.checkpointed_offset;
+    worker.report->next_offset = worker.next_offset;
+    worker.delivered = worker.delivered_at_last_commit;
+    worker.decided_since_commit = false;
+    return true;
   }
 
   // Where the partition's checkpoint says its output stands: no record forwarded for an input offset at
@@ -1033,7 +1234,9 @@ class Service::Impl {
     spdlog::info("stopping: flushing and committing (grace period {} ms)",
                  std::chrono::duration_cast<std::chrono::milliseconds>(config_.shutdown.grace_period).count());
     const CheckpointResult result = checkpoint(all_workers(), CommitMode::kSync, *stop_deadline_);
-    if (result.flushed && !result.committed) {
+    if (result.aborted) {
+      spdlog::warn("shutdown: the last transaction was aborted; its events are consumed again by the next run");
+    } else if (result.flushed && !result.committed) {
       commit_failed_at_shutdown();
     } else if (!result.committed) {
       fail("shutdown: the output was not flushed within the grace period; uncommitted events will be consumed again");
@@ -1060,12 +1263,18 @@ class Service::Impl {
       // close() revokes what is still assigned; after a failure, revoke() commits nothing.
       if (KafkaError error = consumer_->close(); !error.ok()) spdlog::warn("consumer close: {}", error.message());
     }
+    if (transaction_ && transaction_->is_open()) {
+      // After a failure: end it now rather than when the coordinator's transaction.timeout.ms runs out.
+      transaction_->abort(KafkaError::invalid_argument("the service is stopping after a failure"),
+                          Clock::now() + flush_budget());
+    }
     if (producer_ && !failure_) {
       if (KafkaError error = producer_->flush(flush_budget()); !error.ok()) {
         spdlog::warn("producer flush at exit: {}", error.message());
       }
     }
     consumer_.reset();
+    transaction_.reset();
     producer_.reset();
     store_.reset();  // after the consumer: its close() may checkpoint revoked partitions
   }
@@ -1105,6 +1314,8 @@ class Service::Impl {
       snapshot.partitions.push_back(std::move(copy));
     }
     snapshot.commits = commits_;
+    snapshot.transactions_committed = transactions_committed_;
+    snapshot.transactions_aborted = transactions_aborted_;
     snapshot.processing_latency = processing_latency_;
     snapshot.producer_queue = producer_ ? producer_->outq_len() : 0;
     snapshot.running = running_ && joined_ && !restoring_;
@@ -1122,6 +1333,11 @@ class Service::Impl {
   std::unique_ptr<StateStore> store_;  // first: destroyed last, after the consumer's close() checkpointed
   std::unique_ptr<connectors::Admin> admin_;
   std::unique_ptr<connectors::Producer> producer_;
+  std::unique_ptr<OutputTransaction> transaction_;  // exactly_once only; uses producer_
+  std::optional<KafkaError> transaction_doomed_;    // a delivery failed: the open transaction must abort
+  bool discarding_aborted_ = false;                 // serving the purged records' reports after an abort
+  std::uint64_t transactions_committed_ = 0;
+  std::uint64_t transactions_aborted_ = 0;
   std::unique_ptr<connectors::Consumer> consumer_;  // after producer_: destroyed first, its close() may flush
   std::map<PartitionKey, PartitionReport> reports_;
   std::map<PartitionKey, std::unique_ptr<PartitionWorker>> workers_;

@@ -90,6 +90,9 @@ struct ServiceMetrics::Families {
                        .Help("Replayed events not produced again: the output already held them (restore)").Register(r)),
         state_corruptions(prometheus::BuildCounter().Name("bloomgate_state_corruptions_total")
                               .Help("Times the partition's stored state was found corrupt and dropped").Register(r)),
+        restores_behind_commit(prometheus::BuildCounter().Name("bloomgate_restores_behind_commit_total")
+                                   .Help("Restores from a checkpoint older than the group's committed offset (replayed "
+                                         "and reconciled)").Register(r)),
         restore_duration(prometheus::BuildGauge().Name("bloomgate_restore_duration_seconds")
                              .Help("How long the partition's last restore (checkpoint read, filter built) took").Register(r)),
         rebuilding(prometheus::BuildGauge().Name("bloomgate_rebuilding")
@@ -117,6 +120,8 @@ struct ServiceMetrics::Families {
                            .Add({})),
         commits(prometheus::BuildCounter().Name("bloomgate_offset_commits_total")
                     .Help("Offset commits (each after a producer flush)").Register(r).Add({})),
+        transactions(prometheus::BuildCounter().Name("bloomgate_transactions_total")
+                         .Help("exactly_once: transactions ended, by result (committed, aborted)").Register(r)),
         running(prometheus::BuildGauge().Name("bloomgate_running")
                     .Help("1 while the service consumes (start-up checks passed, not stopping)").Register(r).Add({})) {}
 
@@ -145,6 +150,7 @@ struct ServiceMetrics::Families {
   prometheus::Family<Gauge>& restored;
   prometheus::Family<Counter>& reconciled;
   prometheus::Family<Counter>& state_corruptions;
+  prometheus::Family<Counter>& restores_behind_commit;
   prometheus::Family<Gauge>& restore_duration;
   prometheus::Family<Gauge>& rebuilding;
   prometheus::Family<Gauge>& rebuild_progress;
@@ -155,6 +161,7 @@ struct ServiceMetrics::Families {
   prometheus::Histogram& processing;
   Gauge& producer_queue;
   Counter& commits;
+  prometheus::Family<Counter>& transactions;
   Gauge& running;
 };
 
@@ -185,6 +192,7 @@ struct ServiceMetrics::PartitionSeries {
         restored(f.restored.Add(labels)),
         reconciled(f.reconciled.Add(labels)),
         state_corruptions(f.state_corruptions.Add(labels)),
+        restores_behind_commit(f.restores_behind_commit.Add(labels)),
         restore_duration(f.restore_duration.Add(labels)),
         rebuilding(f.rebuilding.Add(labels)),
         rebuild_progress(f.rebuild_progress.Add(labels)),
@@ -237,6 +245,7 @@ struct ServiceMetrics::PartitionSeries {
     restored.Set(p.restored ? 1 : 0);
     advance(reconciled, p.reconciled);
     advance(state_corruptions, p.state_corruptions);
+    advance(restores_behind_commit, p.restores_behind_commit);
     restore_duration.Set(p.last_restore_seconds);
     rebuilding.Set(p.rebuilding ? 1 : 0);
     rebuild_progress.Set(p.rebuild_progress);
@@ -272,6 +281,7 @@ struct ServiceMetrics::PartitionSeries {
   Gauge& restored;
   Counter& reconciled;
   Counter& state_corruptions;
+  Counter& restores_behind_commit;
   Gauge& restore_duration;
   Gauge& rebuilding;
   Gauge& rebuild_progress;
@@ -309,6 +319,10 @@ void ServiceMetrics::update(const ServiceSnapshot& snapshot) {
   publish_increments(families_->processing, snapshot.processing_latency, published_latency_);
   families_->producer_queue.Set(snapshot.producer_queue);
   advance(families_->commits, snapshot.commits);
+  if (snapshot.transactions_committed + snapshot.transactions_aborted != 0) {  // exactly_once only
+    advance(families_->transactions.Add({{"result", "committed"}}), snapshot.transactions_committed);
+    advance(families_->transactions.Add({{"result", "aborted"}}), snapshot.transactions_aborted);
+  }
   families_->running.Set(snapshot.running ? 1 : 0);
 }
 

@@ -57,6 +57,12 @@ KafkaSettings read_kafka(const Context& ctx, MapReader& root) {
   if (const YAML::Node n = kafka.take("instance_name")) {
     out.instance_name = detail::read_string(ctx, n, "kafka.instance_name");
   }
+  if (const YAML::Node n = kafka.take("guarantee")) {
+    out.guarantee = static_cast<Guarantee>(detail::read_choice(ctx, n, "kafka.guarantee", {"at_least_once", "exactly_once"}));
+    if (out.guarantee == Guarantee::kExactlyOnce && out.instance_name.empty()) {
+      fail(ctx, n, "kafka.guarantee", "exactly_once needs kafka.instance_name: the transactional.id is derived from it");
+    }
+  }
   if (const YAML::Node n = kafka.take("embedded_partitions")) {
     const auto count = detail::read_count(ctx, n, "kafka.embedded_partitions");
     if (count < 1 || count > 1000) fail(ctx, n, "kafka.embedded_partitions", "must be from 1 to 1000");
@@ -70,6 +76,9 @@ KafkaSettings read_kafka(const Context& ctx, MapReader& root) {
       reader.take(name);
       if (name == "bootstrap.servers" || name == "group.id" || name == "group.instance.id") {
         fail(ctx, entry.first, key, "is set by bloomgate: use kafka.brokers, kafka.group_id or kafka.instance_name");
+      }
+      if (name == "transactional.id") {
+        fail(ctx, entry.first, key, "is set by bloomgate: use kafka.guarantee: exactly_once and kafka.instance_name");
       }
       const std::string raw = detail::read_raw_string(ctx, entry.second, key);
       const bool is_reference = raw.find("${") != std::string::npos;
@@ -311,6 +320,8 @@ bool is_secret_property(const std::string& key) {
   }
   return false;
 }
+
+std::string transactional_id(const KafkaSettings& kafka) { return kafka.group_id + "." + kafka.instance_name; }
 
 SecretSources SecretSources::from_process() {
   SecretSources s;

@@ -21,6 +21,8 @@ void emit_kafka(YAML::Emitter& out, const KafkaSettings& k) {
   out << YAML::Key << "brokers" << YAML::Value << k.brokers;
   out << YAML::Key << "group_id" << YAML::Value << k.group_id;
   if (!k.instance_name.empty()) out << YAML::Key << "instance_name" << YAML::Value << k.instance_name;
+  out << YAML::Key << "guarantee" << YAML::Value
+      << (k.guarantee == Guarantee::kExactlyOnce ? "exactly_once" : "at_least_once");
   if (k.brokers == kEmbeddedBrokers) out << YAML::Key << "embedded_partitions" << YAML::Value << k.embedded_partitions;
   out << YAML::Key << "properties" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, value] : k.properties) {

@@ -168,6 +168,22 @@ KafkaResult<TopicPartitions> Consumer::committed(const TopicPartitions& partitio
   return to_topic_partitions(list.get());
 }
 
+KafkaError Consumer::seek(const TopicPartitions& partitions, std::chrono::milliseconds timeout) {
+  if (partitions.empty()) return {};
+  const PartitionListHandle list = to_partition_list(partitions);
+  KafkaError error = KafkaError::from_error_object(
+      rd_kafka_seek_partitions(handle_.get(), list.get(), to_timeout_ms(timeout)), "seek");
+  if (!error.ok()) return error;
+  for (const TopicPartition& partition : to_topic_partitions(list.get())) {
+    if (!partition.error.ok()) return partition.error;
+  }
+  return {};
+}
+
+GroupMetadataHandle Consumer::group_metadata() const {
+  return GroupMetadataHandle(rd_kafka_consumer_group_metadata(handle_.get()));
+}
+
 KafkaResult<TopicPartitions> Consumer::assignment() const {
   rd_kafka_topic_partition_list_t* raw = nullptr;
   const rd_kafka_resp_err_t code = rd_kafka_assignment(handle_.get(), &raw);

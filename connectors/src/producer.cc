@@ -46,6 +46,7 @@ Producer::Producer(const KafkaConfig& config, ProducerOptions options)
       queue_full_timeout_(options.queue_full_timeout) {
   ConfHandle conf = config.duplicate();
   detail::require_property(conf.get(), "enable.idempotence", "true");
+  if (options.transactional_id) detail::require_property(conf.get(), "transactional.id", options.transactional_id->c_str());
   detail::install_guarded_callbacks(conf.get(), &callbacks_);
   rd_kafka_conf_set_dr_msg_cb(conf.get(), delivery_trampoline);
   handle_ = detail::create_client(RD_KAFKA_PRODUCER, std::move(conf), "producer");
@@ -126,6 +127,34 @@ KafkaError Producer::flush(std::chrono::milliseconds timeout) {
   const rd_kafka_resp_err_t code = rd_kafka_flush(handle_.get(), to_timeout_ms(timeout));
   if (code == RD_KAFKA_RESP_ERR_NO_ERROR) return {};
   return KafkaError(code, "flush: " + std::to_string(outq_len()) + " messages still in flight");
+}
+
+KafkaError Producer::init_transactions(std::chrono::milliseconds timeout) {
+  return KafkaError::from_error_object(rd_kafka_init_transactions(handle_.get(), to_timeout_ms(timeout)),
+                                       "init transactions");
+}
+
+KafkaError Producer::begin_transaction() {
+  return KafkaError::from_error_object(rd_kafka_begin_transaction(handle_.get()), "begin a transaction");
+}
+
+KafkaError Producer::send_offsets_to_transaction(const TopicPartitions& offsets,
+                                                 const rd_kafka_consumer_group_metadata_t& group,
+                                                 std::chrono::milliseconds timeout) {
+  const PartitionListHandle list = to_partition_list(offsets);
+  return KafkaError::from_error_object(
+      rd_kafka_send_offsets_to_transaction(handle_.get(), list.get(), &group, to_timeout_ms(timeout)),
+      "send offsets to the transaction");
+}
+
+KafkaError Producer::commit_transaction(std::chrono::milliseconds timeout) {
+  return KafkaError::from_error_object(rd_kafka_commit_transaction(handle_.get(), to_timeout_ms(timeout)),
+                                       "commit the transaction");
+}
+
+KafkaError Producer::abort_transaction(std::chrono::milliseconds timeout) {
+  return KafkaError::from_error_object(rd_kafka_abort_transaction(handle_.get(), to_timeout_ms(timeout)),
+                                       "abort the transaction");
 }
 
 int Producer::outq_len() const { return rd_kafka_outq_len(handle_.get()); }

@@ -274,6 +274,60 @@ TEST(DurableState, DamagedStateIsReportedAndSetAsideAndNothingIsForwardedTwice) 
   EXPECT_EQ(sum_of(third, &PartitionReport::state_corruptions), 0U);
 }
 
+// The newest write-ahead log of a stopped service, cut in the middle (so in the middle of a record): the
+// checkpoints written after the cut are gone although they were synced and their offsets committed.
+std::filesystem::path newest_wal(const std::string& dir) {
+  std::filesystem::path newest;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log" && entry.path().filename() > newest.filename()) newest = entry.path();
+  }
+  return newest;
+}
+
+TEST(DurableState, ATruncatedWalRestoresOlderCheckpointsAndReconcilesSoCountsHold) {
+  EmbeddedBroker broker;
+  create_topics(broker, {"events", "events-unique"}, 4);
+  const config::Config config = service_config(broker, "torn-wal", {long_ttl_pipeline("events", "events-unique")});
+  const std::int64_t start = past_start_ms();
+  for (int batch = 0; batch < 3; ++batch) {  // several checkpoints per partition in the log
+    produce_all(broker, "events", keyed_events(numbered_keys("early", batch * 100, batch * 100 + 100), start + batch * 1'000));
+    ServiceThread service(config, broker);
+    ASSERT_TRUE(service.wait_until_consumed(100));
+    ASSERT_TRUE(wait_until_committed_to_end(broker, "torn-wal", "events", std::chrono::seconds(20)));
+    const std::optional<RunResult> result = service.stop();
+    ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
+  }
+  const std::filesystem::path wal = newest_wal(config.state.dir);
+  ASSERT_FALSE(wal.empty()) << "no write-ahead log in " << config.state.dir;
+  const auto size = std::filesystem::file_size(wal);
+  std::filesystem::resize_file(wal, size / 2);
+  std::cout << "cut " << wal << " from " << size << " to " << size / 2 << " bytes" << std::endl;
+
+  std::vector<std::string> keys = numbered_keys("early", 0, 100);
+  const std::vector<std::string> fresh = numbered_keys("late", 0, 100);
+  keys.insert(keys.end(), fresh.begin(), fresh.end());
+  produce_all(broker, "events", keyed_events(keys, start + 60'000));
+  ServiceThread service(config, broker);
+  ASSERT_TRUE(wait_until_committed_to_end(broker, "torn-wal", "events", std::chrono::seconds(30)));
+  const std::optional<RunResult> result = service.stop();
+  ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
+  const ServiceSnapshot after = service.snapshot();
+  std::cout << "after the cut: consumed " << after.consumed << ", reconciled " << sum_of(after, &PartitionReport::reconciled)
+            << ", restores behind the commit " << sum_of(after, &PartitionReport::restores_behind_commit)
+            << ", rebuilds " << sum_of(after, &PartitionReport::rebuilds) << ", corruptions "
+            << sum_of(after, &PartitionReport::state_corruptions) << std::endl;
+
+  EXPECT_GT(after.consumed, 200U) << "the cut checkpoints' events are consumed again";
+  EXPECT_GE(sum_of(after, &PartitionReport::restores_behind_commit), 1U) << "the lost checkpoints were not noticed";
+  EXPECT_EQ(sum_of(after, &PartitionReport::reconciled), after.consumed - 200U) << "every replayed event reconciled";
+  const GroundTruth truth = compare_with_exact_answer(broker, "events", "events-unique");
+  std::cout << truth.describe() << std::endl;
+  EXPECT_EQ(truth.lost, 0U) << truth.describe();
+  EXPECT_EQ(truth.duplicates_forwarded, 0U) << truth.describe();
+  EXPECT_EQ(truth.offsets_twice, 0U) << truth.describe();
+  EXPECT_EQ(truth.keys_twice, 0U) << truth.describe();
+}
+
 // A new machine (no state directory at all) takes over partitions with committed offsets: it rebuilds each
 // filter from the input records within one TTL before the committed offset, skipping older ones, and
 // produces none of them again.

@@ -166,8 +166,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"bootstrap_property", "kafka:\n  brokers: k:9092\n  properties: {bootstrap.servers: x}\n" +
                                             kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:3:16: kafka.properties.bootstrap.servers: is set by bloomgate: use kafka.brokers, "
-                  "kafka.group_id or kafka.instance_name"}),
+                  "kafka.group_id or kafka.instance_name"},
+        BadConfig{"unknown_guarantee", "kafka:\n  brokers: k:9092\n  guarantee: exactly-once\n" +
+                                           kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:3:14: kafka.guarantee: \"exactly-once\" is not one of: at_least_once, exactly_once"},
+        BadConfig{"exactly_once_without_instance", "kafka:\n  brokers: k:9092\n  guarantee: exactly_once\n" +
+                                                       kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:3:14: kafka.guarantee: exactly_once needs kafka.instance_name: the transactional.id "
+                  "is derived from it"},
+        BadConfig{"transactional_id_property", "kafka:\n  brokers: k:9092\n  properties: {transactional.id: x}\n" +
+                                                   kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:3:16: kafka.properties.transactional.id: is set by bloomgate: use kafka.guarantee: "
+                  "exactly_once and kafka.instance_name"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(Config, TheGuaranteeIsAtLeastOnceUnlessExactlyOnceIsAskedFor) {
+  EXPECT_EQ(parse(kMinimal).kafka.guarantee, Guarantee::kAtLeastOnce);
+  const Config config = parse("kafka:\n  brokers: k:9092\n  group_id: dedup\n  instance_name: node-1\n"
+                              "  guarantee: exactly_once\n" + kMinimal.substr(kMinimal.find("pipelines:")));
+  EXPECT_EQ(config.kafka.guarantee, Guarantee::kExactlyOnce);
+  EXPECT_EQ(transactional_id(config.kafka), "dedup.node-1");
+  EXPECT_NE(render_effective(config).find("guarantee: exactly_once"), std::string::npos);
+}
 
 TEST(Config, AnUnreadableFileIsAnError) {
   try {

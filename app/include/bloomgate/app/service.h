@@ -39,6 +39,13 @@
 // crash; corrupt state is set aside (counted) and the partition is rebuilt from the input. A second
 // process on the same state.dir fails at start (exit 1).
 //
+// kafka.guarantee exactly_once (docs/state.md, "Transactional mode"): the producer is transactional
+// (transactional.id <group_id>.<instance_name>); each checkpoint interval is one transaction holding the
+// records and the input offsets (send_offsets_to_transaction with the consumer's group metadata), and each
+// partition's state is written after the commit. An abortable error aborts the transaction and rewinds every
+// partition to its last commit (consumer position and filter, restored from the store); a fatal one stops
+// the service. Revocation commits the open transaction; a lost partition aborts it.
+//
 // Start-up checks, before any event is consumed: every input, output, duplicates and dead-letter topic
 // exists, and with same_as_input the output has at least as many partitions as each input.
 //
@@ -125,6 +132,9 @@ struct PartitionReport {
   PartitionCounters counters;
   std::array<std::uint64_t, kRejectionReasonCount> dead_letters_by_reason{};
   std::int64_t next_offset = -1;     // the next input offset to process; -1 before the first event
+  // The next offset of this member's last commit: exactly_once, of the last committed transaction;
+  // at_least_once, of the last commit sent (an asynchronous one may still be refused). -1 before one.
+  std::int64_t committed_offset = -1;
   std::int64_t high_watermark = -1;  // as last fetched; -1 when unknown. Lag = high_watermark - next_offset
   filters::FilterStats filter;       // as of the last snapshot or revocation; slice_stats left empty
   // The observed false-positive rate: random keys that were never inserted are asked at every snapshot
@@ -140,6 +150,9 @@ struct PartitionReport {
   bool restored = false;                  // the current (or last) assignment started from a checkpoint
   std::uint64_t reconciled = 0;           // events decided but not produced: the output already held them
   std::uint64_t state_corruptions = 0;    // stored state found corrupt and dropped (filter rebuilt)
+  // Restores whose checkpoint was older than the group's committed offset: the store lost synced writes (a
+  // write-ahead log cut short) or another member processed the partition since. Replayed and reconciled.
+  std::uint64_t restores_behind_commit = 0;
   double last_restore_seconds = 0;        // the last assignment's restore: checkpoint read and filter built
   // Rebuilding the filter from the input history (no usable state, a committed offset): docs/state.md.
   bool rebuilding = false;
@@ -160,6 +173,10 @@ struct ServiceSnapshot {
   std::uint64_t duplicates = 0;
   std::uint64_t dead_lettered = 0;
   std::uint64_t commits = 0;
+  // kafka.guarantee exactly_once: transactions committed, and aborted (their events were consumed and
+  // decided again; the per-partition counters above count them once per attempt).
+  std::uint64_t transactions_committed = 0;
+  std::uint64_t transactions_aborted = 0;
   int producer_queue = 0;  // records produced but not yet acknowledged
   LatencyHistogram processing_latency;
   bool running = false;    // consuming: start-up checks passed, the group assigned this member its

@@ -19,13 +19,15 @@
 //   durable state (docs/state.md), per partition: bloomgate_checkpoints_total, bloomgate_checkpoint_bytes_total,
 //     bloomgate_checkpoint_duration_seconds (gauge: the last checkpoint), bloomgate_checkpoint_failures_total,
 //     bloomgate_restored_partitions (1 when the assignment started from a checkpoint),
-//     bloomgate_reconciled_events_total, bloomgate_state_corruptions_total, bloomgate_restore_duration_seconds;
+//     bloomgate_reconciled_events_total, bloomgate_state_corruptions_total, bloomgate_restore_duration_seconds,
+//     bloomgate_restores_behind_commit_total (a checkpoint older than the group's committed offset);
 //     rebuilding from the input history: bloomgate_rebuilding (0/1), bloomgate_rebuild_progress_ratio,
 //     bloomgate_rebuilds_total, bloomgate_rebuild_events_total, bloomgate_rebuild_duration_seconds
 //   bloomgate_event_processing_seconds (histogram, one event in 64 timed)
 //   bloomgate_duplicate_age_seconds{pipeline,topic,partition} (histogram): how long before a duplicate its key
 //     had been seen, from the slice that matched; buckets DuplicateAgeHistogram::kTtlShares x the pipeline's TTL
 //   bloomgate_producer_queue_records, bloomgate_offset_commits_total, bloomgate_running
+//   bloomgate_transactions_total{result="committed"|"aborted"} (kafka.guarantee exactly_once; absent otherwise)
 //
 // Every series of an input partition exists, at zero, once the service's start-up checks have listed the
 // input partitions; the process-wide ones from construction. Counters are cumulative over the process's life (a partition that

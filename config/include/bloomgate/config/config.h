@@ -28,10 +28,19 @@ class ConfigError : public std::runtime_error {
 // `kafka.brokers: embedded` starts librdkafka's mock cluster inside the process.
 inline constexpr const char* kEmbeddedBrokers = "embedded";
 
+// What a crash may do to the output (docs/state.md):
+//   at_least_once  checkpoint, commit and reconcile against the output tail: no duplicates for same_as_input
+//                  pipelines, without broker transactions (the default);
+//   exactly_once   every checkpoint interval is one Kafka transaction (records and input offsets), for
+//                  readers with isolation.level=read_committed. Needs instance_name: the transactional.id
+//                  is derived from it.
+enum class Guarantee { kAtLeastOnce, kExactlyOnce };
+
 struct KafkaSettings {
   std::string brokers;                            // "host:port,..." or kEmbeddedBrokers
   std::string group_id = "bloomgate";
   std::string instance_name;                      // optional: static membership (group.instance.id)
+  Guarantee guarantee = Guarantee::kAtLeastOnce;
   std::uint32_t embedded_partitions = 4;          // brokers == embedded: partitions of each created topic
   std::map<std::string, std::string> properties;  // passed to librdkafka as they are
   std::map<std::string, std::string> property_sources;  // key -> the ${...} reference it came from
@@ -113,5 +122,10 @@ Config load_config(const std::string& path, const SecretSources& secrets = Secre
 std::string render_effective(const Config& config);
 
 bool is_secret_property(const std::string& key);
+
+// The producer's transactional.id with guarantee exactly_once: "<group_id>.<instance_name>", stable across
+// restarts of one instance (so a restarted instance fences its predecessor) and distinct between the
+// instances of a group.
+std::string transactional_id(const KafkaSettings& kafka);
 
 }  // namespace bloomgate::config

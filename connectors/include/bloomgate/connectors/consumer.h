@@ -91,6 +91,14 @@ class Consumer {
   [[nodiscard]] KafkaResult<TopicPartitions> committed(const TopicPartitions& partitions,
                                                        std::chrono::milliseconds timeout) const;
 
+  // Moves the fetch positions of assigned partitions to their `offset`s; messages already fetched beyond
+  // them are discarded (a transaction aborted: its input is consumed again).
+  [[nodiscard]] KafkaError seek(const TopicPartitions& partitions, std::chrono::milliseconds timeout);
+
+  // The group's generation and member, for Producer::send_offsets_to_transaction (fences a member that
+  // was rebalanced out, KIP-447).
+  [[nodiscard]] GroupMetadataHandle group_metadata() const;
+
   // The partitions currently assigned to this member.
   [[nodiscard]] KafkaResult<TopicPartitions> assignment() const;
 

@@ -48,6 +48,11 @@ struct MetadataDeleter {
 struct EventDeleter {
   void operator()(rd_kafka_event_t* event) const noexcept { rd_kafka_event_destroy(event); }
 };
+struct GroupMetadataDeleter {
+  void operator()(rd_kafka_consumer_group_metadata_t* metadata) const noexcept {
+    rd_kafka_consumer_group_metadata_destroy(metadata);
+  }
+};
 struct ConfigResourceDeleter {
   void operator()(rd_kafka_ConfigResource_t* resource) const noexcept { rd_kafka_ConfigResource_destroy(resource); }
 };
@@ -62,6 +67,7 @@ using ErrorHandle = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
 using TopicHandle = std::unique_ptr<rd_kafka_topic_t, TopicDeleter>;
 using MetadataHandle = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
 using EventHandle = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+using GroupMetadataHandle = std::unique_ptr<rd_kafka_consumer_group_metadata_t, GroupMetadataDeleter>;
 using ConfigResourceHandle = std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter>;
 
 }  // namespace bloomgate::connectors

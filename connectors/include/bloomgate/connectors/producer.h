@@ -15,6 +15,12 @@
 // service's correctness may not depend on it): call flush() first. Not movable: librdkafka holds a
 // pointer to this object's callback state.
 //
+// Transactions (ProducerOptions::transactional_id set; librdkafka's examples/transactions.c): call
+// init_transactions() once, then begin_transaction(), produce, send_offsets_to_transaction(),
+// commit_transaction() (or abort_transaction()). Each returns the KafkaError built from librdkafka's
+// rd_kafka_error_t, so is_retriable() / requires_abort() / is_fatal() say what to do next; the caller
+// decides (app/src/output_transaction.h).
+//
 // Thread-safety: produce/poll/flush/outq_len may be called from several threads (rd_kafka_t is
 // thread-safe), but the delivery function then runs on whichever thread polls.
 #pragma once
@@ -59,6 +65,7 @@ struct ProducerOptions {
   DeliveryFunction on_delivery;  // may be empty
   ClientHooks hooks;
   std::chrono::milliseconds queue_full_timeout{10'000};
+  std::optional<std::string> transactional_id;  // set: a transactional producer
 };
 
 class Producer {
@@ -85,6 +92,16 @@ class Producer {
   // Waits until every enqueued message has its delivery report (served here), or the timeout passes
   // (retriable _TIMED_OUT; outq_len() then says how many are still in flight).
   [[nodiscard]] KafkaError flush(std::chrono::milliseconds timeout);
+
+  // Transactions; only for a producer created with a transactional_id.
+  [[nodiscard]] KafkaError init_transactions(std::chrono::milliseconds timeout);
+  [[nodiscard]] KafkaError begin_transaction();
+  // `offsets`: the next input offsets (with metadata) of the consumer whose group `group` describes.
+  [[nodiscard]] KafkaError send_offsets_to_transaction(const TopicPartitions& offsets,
+                                                       const rd_kafka_consumer_group_metadata_t& group,
+                                                       std::chrono::milliseconds timeout);
+  [[nodiscard]] KafkaError commit_transaction(std::chrono::milliseconds timeout);
+  [[nodiscard]] KafkaError abort_transaction(std::chrono::milliseconds timeout);
 
   // Messages (and requests) enqueued but not yet delivered or failed.
   [[nodiscard]] int outq_len() const;

@@ -17,7 +17,9 @@
 //   - wal_recovery_mode = kTolerateCorruptedTailRecords: a WAL whose last record is incomplete (a crash in
 //     the middle of a write that never returned) opens at the previous checkpoint; corruption anywhere else
 //     in the WAL refuses to open (kCorrupt) rather than silently rolling back to an older state, which the
-//     default kPointInTimeRecovery would do.
+//     default kPointInTimeRecovery would do. A log cut short later (a damaged disk) looks the same as that
+//     torn tail and opens at its last whole record: older checkpoints, which the service notices against
+//     the group's committed offset and reconciles (docs/state.md, "The write-ahead log's recovery mode").
 //   - paranoid_checks: open fails (kCorrupt) when a table file or the MANIFEST does not verify.
 //   - block checksums (XXH3) are verified on every read: a damaged data block throws kCorrupt from read(),
 //     slices() or list(), never a wrong value. The checkpoint record has its own checksum, and filter
