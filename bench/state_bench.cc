@@ -514,6 +514,11 @@ int run(Config c) {
   if (dir.empty()) {
     temporary = std::make_unique<app::TemporaryDirectory>("state_bench");
     dir = temporary->path();
+  } else if (std::filesystem::exists(std::filesystem::path(dir) / "state")) {
+    // A store left by an earlier run would be restored with its stale table files, and inflate the reads.
+    std::fprintf(stderr, "state_bench: %s/state exists (an earlier run?): remove it or choose another --dir\n",
+                 dir.c_str());
+    return 2;
   }
   const auto started = Clock::now();
   const Results r = run_all(c, dir);

@@ -42,6 +42,11 @@ constexpr std::chrono::milliseconds kCheckpointFlushTimeout{30'000};
 constexpr std::chrono::milliseconds kReconcileIdleTimeout{30'000};
 constexpr std::uint64_t kProducerPollEvery = 1024;  // serve delivery reports without a call per event
 constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histogram samples 1 event in 64
+
+// A group commit holds its partitions' images in memory at once, and full images (partitions restored from
+// nothing, a quarantined store) can be large: above this many bytes the next partitions go into another batch.
+constexpr std::uint64_t kGroupCommitBytes = std::uint64_t{64} << 20;
+
 // Events between two reads of the clock for the checkpoint and snapshot timers under load (an idle poll
 // always checks them): at 10^6 events/s, every 64 us.
 constexpr std::uint32_t kTimerCheckEvery = 64;
@@ -950,7 +955,7 @@ class Service::Impl {
     for (PartitionWorker* worker : workers) {
       if (worker->next_offset >= 0 && worker->next_offset != worker->checkpointed_offset) changed.push_back(worker);
     }
-    if (!write_states(changed)) result.state_failures = changed.size();
+    result.state_failures = write_states(changed);
     TopicPartitions offsets;
     std::vector<PartitionWorker*> committing;
     for (PartitionWorker* worker : workers) {
@@ -987,31 +992,53 @@ class Service::Impl {
     return std::max(worker.output_floor, acked < 0 ? -1 : acked + 1);
   }
 
-  // A group commit: the checkpoints of `workers` (each its filter's changed slices and metadata, next
-  // offset and output offset) in one synced WriteBatch, one fdatasync for all. False (logged and counted
-  // for each) when the store refused the batch: then none of them is written, the caller commits nothing
-  // for them, and the next interval tries again with their changes still unpersisted.
-  bool write_states(const std::vector<PartitionWorker*>& workers) {
-    if (workers.empty()) return true;
-    const auto started = Clock::now();
+  // Group commits: the checkpoints of `workers` (each its filter's changed slices and metadata, next offset
+  // and output offset) in one synced WriteBatch, one fdatasync for all, or several when their images add up
+  // to more than kGroupCommitBytes. Returns how many were not written (logged and counted for each): the
+  // caller commits nothing for those, and the next interval tries again with their changes unpersisted.
+  std::size_t write_states(const std::vector<PartitionWorker*>& workers) {
+    std::size_t failures = 0;
+    std::vector<PartitionWorker*> group;
     std::vector<connectors::PartitionImage> images;
-    images.reserve(workers.size());
-    for (PartitionWorker* worker : workers) images.push_back(image_of(*worker));
+    std::uint64_t bytes = 0;
+    for (PartitionWorker* worker : workers) {
+      group.push_back(worker);
+      images.push_back(image_of(*worker));
+      bytes += image_bytes(images.back().image);
+      if (bytes < kGroupCommitBytes) continue;
+      failures += write_group(group, images);
+      group.clear();
+      images.clear();
+      bytes = 0;
+    }
+    return failures + write_group(group, images);
+  }
+
+  // One synced WriteBatch for the group; returns how many of its checkpoints were not written (all or none).
+  std::size_t write_group(const std::vector<PartitionWorker*>& group, const std::vector<connectors::PartitionImage>& images) {
+    if (group.empty()) return 0;
+    const auto started = Clock::now();
     try {
       const std::vector<connectors::CheckpointWrite> written = store_->write_checkpoints(images);
       const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-      for (std::size_t i = 0; i < workers.size(); ++i) persisted(*workers[i], images[i].checkpoint, written[i], seconds);
-      return true;
+      for (std::size_t i = 0; i < group.size(); ++i) persisted(*group[i], images[i].checkpoint, written[i], seconds);
+      return 0;
     } catch (const StateStoreError& e) {
-      for (std::size_t i = 0; i < workers.size(); ++i) {
-        ++workers[i]->report->checkpoint_failures;
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        ++group[i]->report->checkpoint_failures;
         spdlog::error("{}: checkpoint at input offset {} failed ({}: {}); its offset is not committed, and the "
                       "checkpoint is tried again at the next interval",
-                      connectors::to_string(workers[i]->id), images[i].checkpoint.next_offset,
+                      connectors::to_string(group[i]->id), images[i].checkpoint.next_offset,
                       connectors::to_string(e.kind()), e.what());
       }
-      return false;
+      return group.size();
     }
+  }
+
+  static std::uint64_t image_bytes(const filters::FilterImage& image) {
+    std::uint64_t bytes = image.meta.size();
+    for (const auto& slice : image.slices) bytes += slice.record.size();
+    return bytes;
   }
 
   // The partition's checkpoint now, and its filter's image since the last persisted one (whole when the
