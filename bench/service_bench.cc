@@ -112,6 +112,8 @@ struct Options {
   int ab_on_ms = 1'000;
   int ab_off_ms = 3'600'000;
   double ab_target = 0.95;
+  // --rebuild: the rebuild rate from the input history against the pipeline's normal throughput.
+  bool rebuild = false;
   std::string json;  // every printed figure, for scripts/bench
   int breakdown_reps = 5;
   int input_linger_ms = 1'000;          // pre-production only: large input record batches (see pre_produce)
@@ -858,6 +860,80 @@ double ab_median(const std::vector<AbPair>& pairs) {
   return median(ratios);
 }
 
+// ------------------------------------------------------------------------------------------------------
+// --rebuild (docs/state.md, "Rebuild"): a service round over the input, whose events/s is the pipeline's
+// normal throughput, then a second service in the same group with an empty state directory. Every
+// partition then has a committed offset and no state, so its assignment rebuilds the filter from the
+// input history with the service's own code (rebuild_from_input + decide), one partition after another:
+// all of the input, since one TTL holds it.
+
+struct RebuildFigures {
+  RoundResult pipeline;            // the service round whose commits the rebuild starts from
+  std::uint64_t partitions = 0;    // partitions rebuilt
+  std::uint64_t events = 0;        // input records inserted by the rebuilds
+  double seconds = kNaN;           // the partitions' rebuild times, summed
+  double events_per_second = kNaN;
+  double ratio = kNaN;             // rebuild events/s / pipeline events/s
+};
+
+constexpr const char* kRebuildGroup = "bench-rebuild";
+
+// The partitions' rebuild reports, once every partition has finished one (empty until then).
+std::vector<app::PartitionReport> rebuilt_partitions(const app::ServiceSnapshot& snapshot, std::size_t expected) {
+  std::size_t rebuilt = 0;
+  for (const app::PartitionReport& p : snapshot.partitions) rebuilt += p.rebuilds > 0 ? 1 : 0;
+  return rebuilt >= expected ? snapshot.partitions : std::vector<app::PartitionReport>{};
+}
+
+RebuildFigures run_rebuild(const Setup& setup) {
+  const Options& o = setup.options;
+  RebuildFigures r;
+  std::fprintf(stderr, "service_bench: rebuild: the pipeline's round ...\n");
+  r.pipeline = run_service(setup, kRebuildGroup, "bench-rebuild-out", o.checkpoint_ms);
+  std::fprintf(stderr, "service_bench: rebuild: a service with an empty state directory in the same group ...\n");
+  std::atomic<bool> stop{false};
+  std::vector<app::PartitionReport> reports;
+  const auto give_up = Clock::now() + kStallLimit;
+  app::ServiceOptions service_options;
+  service_options.bootstrap_servers = setup.broker.bootstrap_servers();
+  service_options.stop = &stop;
+  service_options.hooks = setup.hooks;
+  service_options.snapshot_interval = milliseconds(o.snapshot_ms);
+  service_options.on_snapshot = [&](const app::ServiceSnapshot& snapshot) {
+    if (reports.empty()) reports = rebuilt_partitions(snapshot, static_cast<std::size_t>(o.partitions));
+    if (!reports.empty() || Clock::now() > give_up) stop.store(true);
+  };
+  config::Config config = service_config(setup, kRebuildGroup, "bench-rebuild-out", o.checkpoint_ms);
+  config.state.dir += "-lost";  // the state is gone, the group's commits remain
+  app::Service service(std::move(config), std::move(service_options));
+  if (const app::RunResult run = service.run(); run.exit_code != 0) throw std::runtime_error("rebuild: " + run.error);
+  if (reports.empty()) throw std::runtime_error("rebuild: not every partition was rebuilt within 60 s");
+  r.seconds = 0;
+  for (const app::PartitionReport& p : reports) {
+    ++r.partitions;
+    r.events += p.rebuild_events;
+    r.seconds += p.last_rebuild_seconds;
+  }
+  if (r.events != o.events) {
+    throw std::runtime_error("rebuild: inserted " + grouped(r.events) + " of " + grouped(o.events) + " events");
+  }
+  r.events_per_second = static_cast<double>(r.events) / r.seconds;
+  r.ratio = r.events_per_second / r.pipeline.figures.events_per_second;
+  return r;
+}
+
+void print_rebuild(const RebuildFigures& r) {
+  std::printf("REBUILD from input history: a service with an empty state directory in the group of a service round over\n"
+              "the same input, so every partition is rebuilt from its input (app/src/input_rebuilder.cc, one partition\n"
+              "after another); baseline: that round's input events/s (the pipeline's normal throughput)\n");
+  std::printf("  %-34s %11s   (%s events, %llu partitions, %.3f s summed)\n", "rebuild events/s",
+              grouped(static_cast<std::uint64_t>(r.events_per_second)).c_str(), grouped(r.events).c_str(),
+              static_cast<unsigned long long>(r.partitions), r.seconds);
+  std::printf("  %-34s %11s\n", "pipeline events/s (same input)",
+              grouped(static_cast<std::uint64_t>(r.pipeline.figures.events_per_second)).c_str());
+  std::printf("  %-34s %11.2f   (no target: higher is faster)\n\n", "ratio rebuild / pipeline", r.ratio);
+}
+
 void print_checkpoint_ab(const Options& o, const std::vector<AbPair>& pairs) {
   const double ratio = ab_median(pairs);
   std::printf("CHECKPOINT A/B: the service with a checkpoint every %d ms / every %d ms (effectively off), median of %zu "
@@ -898,6 +974,7 @@ struct Report {
   Breakdown b;
   double snapshot_ns_per_event = kNaN;
   std::vector<AbPair> ab;
+  std::optional<RebuildFigures> rebuild;
   double total_seconds = kNaN;
 };
 
@@ -977,6 +1054,18 @@ void json_ab(Json& j, const Options& o, const std::vector<AbPair>& pairs) {
   j.close('}');
 }
 
+void json_rebuild(Json& j, const RebuildFigures& r) {
+  j.open("rebuild", '{');
+  j.num("events_per_second", r.events_per_second);
+  j.num("pipeline_events_per_second", r.pipeline.figures.events_per_second);
+  j.num("ratio_over_pipeline", r.ratio);
+  j.u64("partitions", r.partitions);
+  j.u64("events", r.events);
+  j.num("seconds", r.seconds);
+  json_round(j, "pipeline", r.pipeline);
+  j.close('}');
+}
+
 void json_head(Json& j, const Options& o, const Workload& w, const Report& r) {
   j.str("benchmark", "service_bench");
   j.u64("events", o.events);
@@ -1015,6 +1104,7 @@ std::string to_json(const Options& o, const Workload& w, const Report& r) {
   j.close(']');
   if (r.breakdown) json_breakdown(j, r.b, r.snapshot_ns_per_event);
   if (o.checkpoint_ab) json_ab(j, o, r.ab);
+  if (r.rebuild) json_rebuild(j, *r.rebuild);
   j.open("targets", '[');
   if (!r.service.empty()) json_target(j, "service events/s >= 0.9 x passthrough", r.speed_ratio, o.target);
   if (o.checkpoint_ab) {
@@ -1095,6 +1185,8 @@ int run(const Options& options) {
 
   std::vector<AbPair> ab;
   if (options.checkpoint_ab) ab = run_checkpoint_ab(setup);
+  std::optional<RebuildFigures> rebuild;
+  if (options.rebuild) rebuild = run_rebuild(setup);
   perf_command("disable\n");
 
   Breakdown b;
@@ -1255,11 +1347,15 @@ int run(const Options& options) {
     print_checkpoint_ab(options, ab);
     missing_check.emplace_back("checkpoint A/B events/s ratio", ab_median(ab));
   }
+  if (rebuild) {
+    print_rebuild(*rebuild);
+    missing_check.emplace_back("rebuild events/s ratio", rebuild->ratio);
+  }
   std::printf("total time %.1f s\n", seconds_between(started, Clock::now()));
 
   if (!options.json.empty()) {
     Report report{load_at_start, load_average(), properties, speed_ratio, cpu_per_event_ratio, rate_ratio, cpu_ratio,
-                  passthrough, service, !options.skip_breakdown, b, snapshot_ns_per_event, ab,
+                  passthrough, service, !options.skip_breakdown, b, snapshot_ns_per_event, ab, rebuild,
                   seconds_between(started, Clock::now())};
     if (!write_json(options, workload, report)) return 2;
   }
@@ -1335,6 +1431,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--ab-off-ms", options.ab_off_ms, "checkpoint interval of the B side (an hour: effectively off)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--rebuild", options.rebuild,
+               "also measure the rebuild rate from the input history against the pipeline's events/s (docs/state.md)");
   app.add_option("--ab-target", options.ab_target, "the A/B events/s ratio reported as PASS or MISS");
   app.add_option("--json", options.json, "also write every figure as JSON to this file");
   CLI11_PARSE(app, argc, argv);

@@ -19,6 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPollTimeout{100};
+constexpr std::chrono::milliseconds kSideReaderFetchWait{10};
 
 std::optional<std::int64_t> parse_decimal(std::optional<std::optional<std::string_view>> header) {
   if (!header || !*header) return std::nullopt;
@@ -47,6 +48,10 @@ std::unique_ptr<connectors::Consumer> open_side_reader(const SideReaderOptions& 
   consumer_options.hooks = options.hooks;
   connectors::KafkaConfig config = options.config;
   config.with("enable.partition.eof", "true");
+  // A side reader reads up to a known end and then stops, or assigns another offset: a fetch at that end
+  // would otherwise wait fetch.wait.max.ms (500 ms by default) for records that are not coming, which cost
+  // a rebuild ~1 s per partition (twice: after the read of record C-1, and at C). bench/service_bench --rebuild.
+  config.with("fetch.wait.max.ms", std::to_string(kSideReaderFetchWait.count()));
   return std::make_unique<connectors::Consumer>(config, std::move(consumer_options));
 }
 

@@ -64,7 +64,9 @@ struct SideReaderOptions {
 using ReconcileOptions = SideReaderOptions;
 
 // A consumer for such a reader, with end-of-partition events on: a partition whose last offsets hold no
-// readable record (compaction, transaction markers) is still known to be read to its end.
+// readable record (compaction, transaction markers) is still known to be read to its end. Its fetches wait
+// at most 10 ms at the end of a partition (fetch.wait.max.ms, whatever kafka.properties says): the reader
+// stops there, so a longer wait only delays it.
 std::unique_ptr<connectors::Consumer> open_side_reader(const SideReaderOptions& options);
 
 // One result per request, in the same order. Throws std::runtime_error when the watermarks cannot be

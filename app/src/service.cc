@@ -43,6 +43,11 @@ constexpr std::chrono::milliseconds kCheckpointFlushTimeout{30'000};
 constexpr std::chrono::milliseconds kReconcileIdleTimeout{30'000};
 constexpr std::uint64_t kProducerPollEvery = 1024;  // serve delivery reports without a call per event
 constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histogram samples 1 event in 64
+
+// A group commit holds its partitions' images in memory at once, and full images (partitions restored from
+// nothing, a quarantined store) can be large: above this many bytes the next partitions go into another batch.
+constexpr std::uint64_t kGroupCommitBytes = std::uint64_t{64} << 20;
+
 // Events between two reads of the clock for the checkpoint and snapshot timers under load (an idle poll
 // always checks them): at 10^6 events/s, every 64 us.
 constexpr std::uint32_t kTimerCheckEvery = 64;
@@ -687,10 +692,12 @@ class Service::Impl {
     // The first checkpoint of a partition without one: where it starts, its empty filter and the output's
     // present end. A crash before its first regular checkpoint then restarts here and reconciles what was
     // forwarded meanwhile, instead of starting over with nothing and forwarding it all again.
+    std::vector<PartitionWorker*> starting;
     for (TopicPartition* partition : fresh) {
       PartitionWorker& worker = *workers_.at(PartitionKey(partition->topic, partition->partition));
-      if (worker.next_offset >= 0) write_state(worker);
+      if (worker.next_offset >= 0) starting.push_back(&worker);
     }
+    write_states(starting);
   }
 
   // In at_least_once a commit always follows its checkpoint, so a checkpoint behind the group's committed
@@ -1031,14 +1038,16 @@ class Service::Impl {
       return {false, 0, false};
     }
     if (failure_) return {false, 0, false};  // a delivery failed during the flush
+    std::vector<PartitionWorker*> changed;
+    for (PartitionWorker* worker : workers) {
+      if (worker->next_offset >= 0 && worker->next_offset != worker->checkpointed_offset) changed.push_back(worker);
+    }
+    result.state_failures = write_states(changed);
     TopicPartitions offsets;
     std::vector<PartitionWorker*> committing;
     for (PartitionWorker* worker : workers) {
-      if (worker->next_offset < 0) continue;
-      if (worker->next_offset != worker->checkpointed_offset && !write_state(*worker)) {
-        ++result.state_failures;
-        continue;
-      }
+      // Not checkpointed at its next offset (never, or the write just failed): nothing to commit.
+      if (worker->next_offset < 0 || worker->next_offset != worker->checkpointed_offset) continue;
       if (worker->next_offset == worker->committed_offset) continue;
       offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->next_offset,
                                        std::to_string(worker->checkpointed_output), {}});
@@ -1192,37 +1201,80 @@ class Service::Impl {
     return std::max(worker.output_floor, acked < 0 ? -1 : acked + 1);
   }
 
-  // One synced WriteBatch: the filter's changed slices and metadata, next offset and output offset. False
-  // (logged, counted) when the store refused it: the caller then commits nothing for the partition, and
-  // the next interval tries again with these changes still unpersisted.
-  bool write_state(PartitionWorker& worker) {
-    PartitionReport& report = *worker.report;
-    const auto started = Clock::now();
-    connectors::PartitionCheckpoint checkpoint;
-    checkpoint.id = worker.id;
-    checkpoint.next_offset = worker.next_offset;
-    checkpoint.output_offset = output_offset(worker);
-    checkpoint.written_at_ms = wall_clock_ms();
-    checkpoint.filter_time_ns = filters::to_epoch_nanos(worker.deduplicator.filter_time(filters::TimePoint{}));
-    try {
-      filters::Filter& filter = worker.deduplicator.filter();
-      const auto scope = worker.full_image_next ? filters::ImageScope::kFull : filters::ImageScope::kChangedSinceLastPersist;
-      const connectors::CheckpointWrite written = store_->write_checkpoint(checkpoint, filter.image(scope));
-      filter.mark_persisted();
-      worker.full_image_next = false;
-      worker.checkpointed_offset = checkpoint.next_offset;
-      worker.checkpointed_output = checkpoint.output_offset;
-      ++report.checkpoints;
-      report.checkpoint_bytes += written.bytes;
-      report.last_checkpoint_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-      return true;
-    } catch (const StateStoreError& e) {
-      ++report.checkpoint_failures;
-      spdlog::error("{}: checkpoint at input offset {} failed ({}: {}); its offset is not committed, and the "
-                    "checkpoint is tried again at the next interval",
-                    connectors::to_string(worker.id), checkpoint.next_offset, connectors::to_string(e.kind()), e.what());
-      return false;
+  // Group commits: the checkpoints of `workers` (each its filter's changed slices and metadata, next offset
+  // and output offset) in one synced WriteBatch, one fdatasync for all, or several when their images add up
+  // to more than kGroupCommitBytes. Returns how many were not written (logged and counted for each): the
+  // caller commits nothing for those, and the next interval tries again with their changes unpersisted.
+  std::size_t write_states(const std::vector<PartitionWorker*>& workers) {
+    std::size_t failures = 0;
+    std::vector<PartitionWorker*> group;
+    std::vector<connectors::PartitionImage> images;
+    std::uint64_t bytes = 0;
+    for (PartitionWorker* worker : workers) {
+      group.push_back(worker);
+      images.push_back(image_of(*worker));
+      bytes += image_bytes(images.back().image);
+      if (bytes < kGroupCommitBytes) continue;
+      failures += write_group(group, images);
+      group.clear();
+      images.clear();
+      bytes = 0;
     }
+    return failures + write_group(group, images);
+  }
+
+  // One synced WriteBatch for the group; returns how many of its checkpoints were not written (all or none).
+  std::size_t write_group(const std::vector<PartitionWorker*>& group, const std::vector<connectors::PartitionImage>& images) {
+    if (group.empty()) return 0;
+    const auto started = Clock::now();
+    try {
+      const std::vector<connectors::CheckpointWrite> written = store_->write_checkpoints(images);
+      const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+      for (std::size_t i = 0; i < group.size(); ++i) persisted(*group[i], images[i].checkpoint, written[i], seconds);
+      return 0;
+    } catch (const StateStoreError& e) {
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        ++group[i]->report->checkpoint_failures;
+        spdlog::error("{}: checkpoint at input offset {} failed ({}: {}); its offset is not committed, and the "
+                      "checkpoint is tried again at the next interval",
+                      connectors::to_string(group[i]->id), images[i].checkpoint.next_offset,
+                      connectors::to_string(e.kind()), e.what());
+      }
+      return group.size();
+    }
+  }
+
+  static std::uint64_t image_bytes(const filters::FilterImage& image) {
+    std::uint64_t bytes = image.meta.size();
+    for (const auto& slice : image.slices) bytes += slice.record.size();
+    return bytes;
+  }
+
+  // The partition's checkpoint now, and its filter's image since the last persisted one (whole when the
+  // store does not hold it).
+  connectors::PartitionImage image_of(PartitionWorker& worker) const {
+    connectors::PartitionImage image;
+    image.checkpoint.id = worker.id;
+    image.checkpoint.next_offset = worker.next_offset;
+    image.checkpoint.output_offset = output_offset(worker);
+    image.checkpoint.written_at_ms = wall_clock_ms();
+    image.checkpoint.filter_time_ns = filters::to_epoch_nanos(worker.deduplicator.filter_time(filters::TimePoint{}));
+    const auto scope = worker.full_image_next ? filters::ImageScope::kFull : filters::ImageScope::kChangedSinceLastPersist;
+    image.image = worker.deduplicator.filter().image(scope);
+    return image;
+  }
+
+  // After the store made `checkpoint` durable: its changes are persisted, and its offset may be committed.
+  static void persisted(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
+                        const connectors::CheckpointWrite& written, double seconds) {
+    worker.deduplicator.filter().mark_persisted();
+    worker.full_image_next = false;
+    worker.checkpointed_offset = checkpoint.next_offset;
+    worker.checkpointed_output = checkpoint.output_offset;
+    PartitionReport& report = *worker.report;
+    ++report.checkpoints;
+    report.checkpoint_bytes += written.bytes;
+    report.last_checkpoint_seconds = seconds;
   }
 
   // ---- stopping -------------------------------------------------------------------------------------

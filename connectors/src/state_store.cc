@@ -18,6 +18,7 @@
 #include <ctime>
 #include <filesystem>
 #include <mutex>
+#include <unordered_map>
 #include <shared_mutex>
 #include <string_view>
 #include <utility>
@@ -279,6 +280,9 @@ rocksdb::Options database_options(const StateStoreOptions& options) {
   db_options.paranoid_checks = true;
   db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   db_options.write_buffer_size = kWriteBufferSize;
+  // The only reads are restores, which scan a partition's slices in key order: keep the kernel's readahead
+  // (RocksDB's default advises random access on every table file it opens, which turns it off).
+  db_options.advise_random_on_open = false;
   db_options.info_log = std::make_shared<ForwardingLogger>(options.log);
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   if (options.env != nullptr) db_options.env = options.env;
@@ -485,8 +489,12 @@ std::string StateStore::quarantine(const std::string& dir) {
   return free_target;
 }
 
-CheckpointWrite StateStore::write_checkpoint(const PartitionCheckpoint& checkpoint,
-                                             const filters::FilterImage& image) {
+namespace {
+
+// Appends one partition's checkpoint to `batch`: its slice records, the deletes of its dropped slices, its
+// metadata record and its checkpoint record. Throws kInvalidArgument for a bad id or image.
+CheckpointWrite append_checkpoint(rocksdb::WriteBatch& batch, const PartitionCheckpoint& checkpoint,
+                                  const filters::FilterImage& image) {
   validate(checkpoint.id);
   const std::string name = to_string(checkpoint.id);
   try {
@@ -498,7 +506,7 @@ CheckpointWrite StateStore::write_checkpoint(const PartitionCheckpoint& checkpoi
   }
 
   const std::string prefix = partition_prefix(checkpoint.id);
-  rocksdb::WriteBatch batch;
+  const std::size_t size_before = batch.GetDataSize();
   CheckpointWrite written;
   const auto check = [&](const rocksdb::Status& status) {
     if (!status.ok()) fail(status, "building the checkpoint of " + name);
@@ -515,8 +523,30 @@ CheckpointWrite StateStore::write_checkpoint(const PartitionCheckpoint& checkpoi
   check(batch.Put(record_key(prefix, kMetaKind), image.meta));
   const std::string checkpoint_key = record_key(prefix, kCheckpointKind);
   check(batch.Put(checkpoint_key, encode_checkpoint(checkpoint_key, checkpoint)));
-  written.bytes = batch.GetDataSize();
-  impl_->write(batch, "writing the checkpoint of " + name);
+  written.bytes = batch.GetDataSize() - size_before;
+  return written;
+}
+
+}  // namespace
+
+CheckpointWrite StateStore::write_checkpoint(const PartitionCheckpoint& checkpoint,
+                                             const filters::FilterImage& image) {
+  rocksdb::WriteBatch batch;
+  const CheckpointWrite written = append_checkpoint(batch, checkpoint, image);
+  impl_->write(batch, "writing the checkpoint of " + to_string(checkpoint.id));
+  return written;
+}
+
+std::vector<CheckpointWrite> StateStore::write_checkpoints(const std::vector<PartitionImage>& partitions) {
+  rocksdb::WriteBatch batch;
+  std::vector<CheckpointWrite> written;
+  written.reserve(partitions.size());
+  for (const PartitionImage& partition : partitions) {
+    written.push_back(append_checkpoint(batch, partition.checkpoint, partition.image));
+  }
+  if (partitions.empty()) return written;
+  impl_->write(batch, "writing the checkpoints of " + std::to_string(partitions.size()) + " partition(s) from " +
+                          to_string(partitions.front().checkpoint.id));
   return written;
 }
 
@@ -545,14 +575,78 @@ std::optional<StoredPartition> StateStore::read(const PartitionId& id) const {
   return StoredPartition{decode_checkpoint(checkpoint_key, *checkpoint, id), std::move(*meta)};
 }
 
-filters::SliceLookup StateStore::slices(const PartitionId& id) const {
-  validate(id);
-  return [impl = impl_.get(), prefix = partition_prefix(id), name = to_string(id)](
-             std::uint64_t slice_id) -> std::optional<std::string> {
-    const std::string what = "slice " + std::to_string(slice_id) + " of " + name;
-    auto record = impl->get(slice_key(prefix, slice_id), "reading " + what);
+namespace {
+
+// Restore reads a partition's slices one by one, in the filter's order (newest first for time_limited);
+// point lookups then cost one random read each, cold. So the first lookup reads every slice record of the
+// partition with one forward scan (sequential reads with readahead, bypassing the block cache: a restore
+// reads each block once), and later lookups are served from what it read. That holds the partition's
+// records in memory until they are handed out: at most one filter's size, once, during its restore.
+constexpr std::size_t kRestoreReadaheadBytes = std::size_t{8} << 20;
+
+rocksdb::ReadOptions scan_options() {
+  rocksdb::ReadOptions options = read_options();
+  options.fill_cache = false;
+  options.readahead_size = kRestoreReadaheadBytes;
+  return options;
+}
+
+}  // namespace
+
+// The slice records of one partition, read by one scan; shared by the copies of its SliceLookup.
+class StateStore::SliceReader {
+ public:
+  SliceReader(Impl& impl, const PartitionId& id) : impl_(impl), prefix_(partition_prefix(id)), name_(to_string(id)) {}
+
+  // A record is handed out once from the scan (moved, not copied); a second lookup of it reads it again.
+  std::optional<std::string> lookup(std::uint64_t slice_id) {
+    if (!scanned_) scan();
+    const std::string what = "slice " + std::to_string(slice_id) + " of " + name_;
+    std::optional<std::string> record;
+    if (auto node = records_.extract(slice_id)) {
+      record = std::move(node.mapped());
+      handed_out_.push_back(slice_id);
+    } else if (std::find(handed_out_.begin(), handed_out_.end(), slice_id) != handed_out_.end()) {
+      record = impl_.get(slice_key(prefix_, slice_id), "reading " + what);
+    }
     if (record) verify_filter_record(*record, filters::RecordKind::kSlice, slice_id, what);
     return record;
+  }
+
+ private:
+  void scan() {
+    const std::string first = slice_key(prefix_, 0);
+    const std::string end = record_key(prefix_, static_cast<char>(kSliceKind + 1));
+    impl_.with_db([&](rocksdb::DB& db) {
+      rocksdb::ReadOptions options = scan_options();
+      const rocksdb::Slice upper_bound(end);
+      options.iterate_upper_bound = &upper_bound;
+      const std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(options));
+      for (it->Seek(first); it->Valid(); it->Next()) {
+        const std::string_view key(it->key().data(), it->key().size());
+        if (key.size() != first.size()) {
+          throw StateStoreError(Kind::kCorrupt, "state store: a slice key of " + name_ + " has " +
+                                                    std::to_string(key.size()) + " bytes");
+        }
+        records_.emplace(read_be(key.substr(prefix_.size() + 1)), it->value().ToString());
+      }
+      if (!it->status().ok()) fail(it->status(), "reading the slices of " + name_);
+    });
+    scanned_ = true;
+  }
+
+  Impl& impl_;
+  const std::string prefix_;
+  const std::string name_;
+  bool scanned_ = false;
+  std::unordered_map<std::uint64_t, std::string> records_;
+  std::vector<std::uint64_t> handed_out_;
+};
+
+filters::SliceLookup StateStore::slices(const PartitionId& id) const {
+  validate(id);
+  return [reader = std::make_shared<SliceReader>(*impl_, id)](std::uint64_t slice_id) {
+    return reader->lookup(slice_id);
   };
 }
 

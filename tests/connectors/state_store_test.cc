@@ -282,6 +282,53 @@ TEST(StateStore, PartitionsAndTopicsDoNotSeeEachOther) {
   EXPECT_EQ(filters::serialize(*restored), filters::serialize(*fresh));
 }
 
+TEST(StateStore, AGroupCommitWritesEveryPartitionOrNone) {
+  TempDir tmp;
+  const std::string dir = tmp.path("state");
+  const std::vector<PartitionId> ids = {{"t", 0}, {"t", 1}, {"u", 0}};
+  std::map<PartitionId, std::unique_ptr<Filter>> filters_by_id;
+  std::vector<PartitionImage> group;
+  TimePoint now = kStart;
+  for (const auto& id : ids) {
+    auto filter = filters::make_filter(tlbf_options());
+    now = insert_keys(*filter, to_string(id), 0, 2'000, kStart, milliseconds(2));
+    group.push_back({make_checkpoint(id, 10 + id.partition, now), filter->image(ImageScope::kFull)});
+    filters_by_id.emplace(id, std::move(filter));
+  }
+  {
+    const auto store = StateStore::open(dir);
+    const std::vector<CheckpointWrite> written = store->write_checkpoints(group);
+    ASSERT_EQ(written.size(), ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(written[i].slices_written, group[i].image.slices.size()) << to_string(ids[i]);
+      EXPECT_GT(written[i].bytes, image_bytes(group[i].image)) << "each partition's share of the batch";
+    }
+    EXPECT_TRUE(store->write_checkpoints({}).empty());
+
+    // One invalid partition in the group: nothing of the group is written, not even the valid ones.
+    const std::vector<PartitionImage> refused = {{make_checkpoint({"v", 0}, 1, now), group[0].image},
+                                                 {make_checkpoint({"", 0}, 1, now), group[1].image}};
+    try {
+      (void)store->write_checkpoints(refused);
+      ADD_FAILURE() << "a group with an invalid partition was written";
+    } catch (const StateStoreError& e) {
+      EXPECT_EQ(e.kind(), Kind::kInvalidArgument) << e.what();
+    }
+    EXPECT_FALSE(store->read({"v", 0}).has_value());
+  }
+  const auto store = StateStore::open(dir);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto stored = store->read(ids[i]);
+    ASSERT_TRUE(stored.has_value()) << to_string(ids[i]);
+    EXPECT_EQ(stored->checkpoint, group[i].checkpoint);
+    const auto lookup = store->slices(ids[i]);
+    const auto restored = filters::restore(stored->filter_meta, lookup);
+    EXPECT_EQ(filters::serialize(*restored), filters::serialize(*filters_by_id.at(ids[i]))) << to_string(ids[i]);
+    // The lookup reads all slices in one scan and hands each out once; asked again, it reads it again.
+    for (const auto& slice : group[i].image.slices) EXPECT_EQ(lookup(slice.id), slice.record) << slice.id;
+  }
+}
+
 TEST(StateStore, DropIsDurable) {
   TempDir tmp;
   const std::string dir = tmp.path("state");
