@@ -1107,8 +1107,8 @@ class Service::Impl {
       worker->committed_offset = worker->next_offset;
       worker->report->committed_offset = worker->next_offset;
       worker->delivered_at_last_commit = worker->delivered;
-      if (!write_state(*worker)) ++checkpointed.state_failures;
     }
+    checkpointed.state_failures = write_states(committing);
     // The rewind after an abort restores filters from the store: a checkpoint behind the last commit would
     // replay committed events into the output again.
     if (checkpointed.state_failures != 0) {
