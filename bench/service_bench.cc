@@ -48,6 +48,7 @@
 #include "bloomgate/app/logging.h"
 #include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/source_header.h"
 #include "bloomgate/app/temporary_directory.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/consumer.h"
@@ -618,11 +619,11 @@ struct Breakdown {
   double extract_ns = kNaN;         // KeyExtractor::extract
   double filter_ns = kNaN;          // hash + test_and_insert
   double decide_ns = kNaN;          // PartitionDeduplicator::decide: extract + event clock + filter
-  double header_objects_ns = kNaN;  // rd_kafka_headers_new + 3 rd_kafka_header_add + destroy, alone
+  double header_objects_ns = kNaN;  // rd_kafka_headers_new + rd_kafka_header_add + destroy, alone
   PartFigures consume;              // Consumer::poll of every event
   PartFigures produce_plain;        // Producer::produce + flush of every event, no headers
-  PartFigures produce_headers;      // the same with the 3 source headers
-  PartFigures produce_service;      // the forwarded events with the 3 source headers, per INPUT event
+  PartFigures produce_headers;      // the same with the source header
+  PartFigures produce_service;      // the forwarded events with the source header, per INPUT event
   double snapshot_us = kNaN;        // stats() of every partition's filter: the bulk of one snapshot
   double forwarded_share = kNaN;    // of decide(): the share of events forwarded
   std::uint64_t filter_slices = 0;  // partition 0's filter after decide(), for the reader
@@ -724,18 +725,14 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
     b.filter_kib = static_cast<double>(stats.bits) / 8 / 1024;
   }
 
-  {  // (e) the header objects Producer::produce builds for a record with the three source headers
-    char partition_text[24];
-    char offset_text[24];
+  {  // (e) the header object Producer::produce builds for a record with the source header
     b.header_objects_ns = median_cpu(reps, [] {}, [&] {
       for (const std::size_t i : w.by_partition) {
         const Event& e = w.events[i];
-        const auto p_end = std::to_chars(partition_text, partition_text + sizeof partition_text, e.partition).ptr;
-        const auto o_end = std::to_chars(offset_text, offset_text + sizeof offset_text, e.offset).ptr;
-        rd_kafka_headers_t* headers = rd_kafka_headers_new(3);
-        rd_kafka_header_add(headers, app::headers::kSourceTopic, -1, kInputTopic, -1);
-        rd_kafka_header_add(headers, app::headers::kSourcePartition, -1, partition_text, p_end - partition_text);
-        rd_kafka_header_add(headers, app::headers::kSourceOffset, -1, offset_text, o_end - offset_text);
+        const app::SourceText source(kInputTopic, e.partition, e.offset);
+        rd_kafka_headers_t* headers = rd_kafka_headers_new(1);
+        rd_kafka_header_add(headers, app::headers::kSource, -1, source.view().data(),
+                            static_cast<ssize_t>(source.view().size()));
         sink = sink + rd_kafka_header_cnt(headers);
         rd_kafka_headers_destroy(headers);
       }
@@ -749,8 +746,8 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
 // the end of the flush, per INPUT event.
 enum class ProduceMode {
   kAllPlain,          // every event as it is (what the passthrough writes)
-  kAllWithHeaders,    // every event plus the three source headers
-  kForwardedHeaders,  // the events decide() forwards, plus the three source headers (what the service writes)
+  kAllWithHeaders,    // every event plus the source header
+  kForwardedHeaders,  // the events decide() forwards, plus the source header (what the service writes)
 };
 
 PartFigures measure_produce(const Setup& setup, const std::string& topic, ProduceMode mode,
@@ -767,8 +764,6 @@ PartFigures measure_produce(const Setup& setup, const std::string& topic, Produc
     rd_kafka_metadata_destroy(metadata);
   }
   const Workload& w = setup.workload;
-  char partition_text[24];
-  char offset_text[24];
   std::vector<connectors::HeaderView> headers;
   std::uint64_t since_poll = 0;
   const double start = process_cpu_seconds();
@@ -777,16 +772,10 @@ PartFigures measure_produce(const Setup& setup, const std::string& topic, Produc
   for (std::size_t i = 0; i < w.events.size(); ++i) {
     const Event& e = w.events[i];
     if (mode == ProduceMode::kForwardedHeaders && !forwarded[i]) continue;
-    if (mode != ProduceMode::kAllPlain) {
-      // OutputHeaders::with_source: topic, partition and offset as decimal text.
-      const auto p_end = std::to_chars(partition_text, partition_text + sizeof partition_text, e.partition).ptr;
-      const auto o_end = std::to_chars(offset_text, offset_text + sizeof offset_text, e.offset).ptr;
-      headers.clear();
-      headers.push_back({app::headers::kSourceTopic, std::string_view(kInputTopic)});
-      headers.push_back({app::headers::kSourcePartition,
-                         std::string_view(partition_text, static_cast<std::size_t>(p_end - partition_text))});
-      headers.push_back({app::headers::kSourceOffset,
-                         std::string_view(offset_text, static_cast<std::size_t>(o_end - offset_text))});
+    std::optional<app::SourceText> source;
+    if (mode != ProduceMode::kAllPlain) {  // as OutputHeaders::with_source
+      source.emplace(kInputTopic, e.partition, e.offset);
+      headers.assign({{app::headers::kSource, source->view()}});
     }
     produce_or_throw(producer, topic, e, headers);
     if (++since_poll >= kProducerPollEvery) {
@@ -1312,10 +1301,10 @@ int run(const Options& options) {
     row("decide() = extraction + event clock + filter", b.decide_ns, b.decide_ns, "PartitionDeduplicator::decide");
     kafka_row("consume alone (Consumer::poll)", b.consume, "no processing");
     kafka_row("produce alone: every event, no headers", b.produce_plain, "produce + flush");
-    kafka_row("produce alone: every event + 3 source headers", b.produce_headers, "produce + flush");
-    row("  the 3 header objects alone", b.header_objects_ns, b.header_objects_ns,
-        "rd_kafka_headers_new + 3 x header_add + destroy");
-    std::snprintf(note, sizeof note, "the %.1f%% forwarded, + 3 source headers", 100 * b.forwarded_share);
+    kafka_row("produce alone: every event + the source header", b.produce_headers, "produce + flush");
+    row("  the header object alone", b.header_objects_ns, b.header_objects_ns,
+        "rd_kafka_headers_new + header_add + destroy");
+    std::snprintf(note, sizeof note, "the %.1f%% forwarded, + the source header", 100 * b.forwarded_share);
     kafka_row("produce as the service does", b.produce_service, note);
     const double per_second = 1000.0 / options.snapshot_ms;
     const double snapshot_ns = b.snapshot_us * 1e3 * per_second / service_rate;

@@ -4,13 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
 
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/source_header.h"
 #include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/topic_partition.h"
 
@@ -20,15 +20,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPollTimeout{100};
 constexpr std::chrono::milliseconds kSideReaderFetchWait{10};
-
-std::optional<std::int64_t> parse_decimal(std::optional<std::optional<std::string_view>> header) {
-  if (!header || !*header) return std::nullopt;
-  const std::string_view text = **header;
-  std::int64_t number = 0;
-  const auto result = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (result.ec != std::errc() || result.ptr != text.data() + text.size()) return std::nullopt;
-  return number;
-}
 
 // One output partition to read, and the requests that read it.
 struct OutputRead {
@@ -140,19 +131,18 @@ std::vector<ReconcileResult> reconcile_outputs(const std::vector<ReconcileReques
     }
     read.next = std::max(read.next, offset + 1);
     idle_deadline = Clock::now() + options.idle_timeout;
-    const auto source_topic = message->header(headers::kSourceTopic);
-    const auto source_partition = parse_decimal(message->header(headers::kSourcePartition));
-    const auto source_offset = parse_decimal(message->header(headers::kSourceOffset));
+    const auto header = message->header(headers::kSource);
+    const auto source = header && *header ? parse_source(**header) : std::nullopt;
     for (const std::size_t i : read.requests) {
       const ReconcileRequest& request = requests[i];
       ReconcileResult& result = results[i];
       if (result.read_from < 0 || offset < result.read_from) continue;
       ++result.records_read;
-      if (!source_topic || !*source_topic || **source_topic != request.input_topic || !source_partition ||
-          *source_partition != request.input_partition || !source_offset || *source_offset < request.input_from) {
+      if (!source || source->topic != request.input_topic || source->partition != request.input_partition ||
+          source->offset < request.input_from) {
         continue;
       }
-      result.delivered.emplace(*source_offset, offset);  // the first copy is the one that counts
+      result.delivered.emplace(source->offset, offset);  // the first copy is the one that counts
     }
   }
   (void)reader->close();

@@ -2,7 +2,7 @@
 //
 // Step 2 of the state invariant (docs/state.md): after a restore, which input offsets beyond the
 // checkpoint were already delivered to the output? Every record the service forwards carries its
-// source headers (bloomgate.source.topic / .partition / .offset), so reading the output partition from
+// source header (bloomgate.source, "<topic>/<partition>/<offset>"), so reading the output partition from
 // the checkpoint's output offset up to its high watermark names exactly those input offsets.
 //
 // A bounded read with a short-lived consumer of its own (manual assignment: it never joins or commits

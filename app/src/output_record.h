@@ -1,13 +1,13 @@
 // The headers of a record the service writes: the consumed record's own headers (detached from it, not
-// copied), then the source headers, then (dead letters only) the reason headers.
+// copied), then the source header, then (dead letters only) the reason headers.
 #pragma once
 
-#include <charconv>
 #include <cstdint>
 #include <string_view>
 
 #include "bloomgate/app/key_extractor.h"
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/source_header.h"
 #include "bloomgate/connectors/handles.h"
 #include "bloomgate/connectors/message.h"
 
@@ -34,27 +34,17 @@ class OutputHeaders {
   }
 
  private:
-  static constexpr std::size_t kSourceHeaders = 3;
+  static constexpr std::size_t kSourceHeaders = 1;
   static constexpr std::size_t kRejectionHeaders = 3;
 
   static void add_source(rd_kafka_headers_t* headers, const connectors::ConsumedMessage& message) {
-    char partition_text[24];
-    char offset_text[24];
-    add(headers, headers::kSourceTopic, message.topic());
-    add(headers, headers::kSourcePartition, decimal(partition_text, message.partition()));
-    add(headers, headers::kSourceOffset, decimal(offset_text, message.offset()));
+    add(headers, headers::kSource, SourceText(message.topic(), message.partition(), message.offset()).view());
   }
 
   static void add(rd_kafka_headers_t* headers, std::string_view name, std::string_view value) {
     // An empty view may have no data pointer, which librdkafka would store as a null value.
     rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.empty() ? "" : value.data(),
                         static_cast<ssize_t>(value.size()));
-  }
-
-  template <std::size_t N>
-  static std::string_view decimal(char (&buffer)[N], std::int64_t number) {
-    const auto result = std::to_chars(buffer, buffer + N, number);
-    return {buffer, static_cast<std::size_t>(result.ptr - buffer)};
   }
 };
 

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/source_header.h"
 #include "bloomgate/app/temporary_directory.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/admin.h"
@@ -179,7 +180,7 @@ inline Record to_record(const connectors::ConsumedMessage& message) {
   return record;
 }
 
-// Where a record the service wrote came from: its bloomgate.source.* headers.
+// Where a record the service wrote came from: its bloomgate.source header.
 struct Source {
   std::string topic;
   std::int32_t partition = -1;
@@ -187,16 +188,11 @@ struct Source {
   friend auto operator<=>(const Source&, const Source&) = default;
 };
 
-inline std::int64_t parse_number(const std::optional<std::string>& text) {
-  std::int64_t number = -1;
-  if (!text || std::from_chars(text->data(), text->data() + text->size(), number).ec != std::errc()) return -1;
-  return number;
-}
-
 inline Source source_of(const Record& record) {
-  return {record.header(headers::kSourceTopic).value_or(""),
-          static_cast<std::int32_t>(parse_number(record.header(headers::kSourcePartition))),
-          parse_number(record.header(headers::kSourceOffset))};
+  const std::optional<std::string> text = record.header(headers::kSource);
+  const std::optional<SourcePosition> source = text ? parse_source(*text) : std::nullopt;
+  if (!source) return {};
+  return {std::string(source->topic), source->partition, source->offset};
 }
 
 inline Source position_of(const Record& record) { return {record.topic, record.partition, record.offset}; }

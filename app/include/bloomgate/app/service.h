@@ -4,17 +4,17 @@
 // pipeline, one PartitionDeduplicator per assigned input (topic, partition) decides each event, and one
 // idempotent producer writes what the verdict says:
 //   forward     to the pipeline's output topic with key, value, headers and timestamp preserved, plus
-//               the source headers below; partition = the input partition (output_partitioning:
+//               the source header below; partition = the input partition (output_partitioning:
 //               same_as_input, the default, so recovery can reconcile per partition) or the
 //               partitioner's choice by message key (by_key).
-//   duplicate   dropped, or written to the duplicates topic (with the source headers) when configured.
-//   dead letter written to the dead-letter topic with the source headers and the reason headers; with no
+//   duplicate   dropped, or written to the duplicates topic (with the source header) when configured.
+//   dead letter written to the dead-letter topic with the source header and the reason headers; with no
 //               dead-letter topic the service flushes and commits the events before it, then stops
 //               (exit 1) without committing that event: it is never lost, and the operator fixes the
 //               configuration or the producer.
 //
-// Source headers (an interface: never rename one):
-//   bloomgate.source.topic, bloomgate.source.partition, bloomgate.source.offset   (decimal text)
+// Source header (an interface: never rename it; source_header.h):
+//   bloomgate.source = "<topic>/<partition>/<offset>"   (decimal text, e.g. "orders/3/1042")
 // Dead-letter headers, in addition:
 //   bloomgate.pipeline, bloomgate.reason (reason_name(): missing_field, malformed_json, ...),
 //   bloomgate.error (for humans; never contains the key)
@@ -32,7 +32,7 @@
 // or starts at its committed offset with a filter rebuilt from the input's last TTL before it (the events
 // are decided again without producing) and writes a first checkpoint there. Then the
 // output partition is read from the checkpoint's output offset to its high watermark (reconciliation):
-// the input offsets its source headers name are decided again when replayed, so their keys go into the
+// the input offsets its source header names are decided again when replayed, so their keys go into the
 // filter, but are not produced again. So after kill -9 nothing is lost and nothing is forwarded twice.
 // Limits: with output_partitioning by_key the output offset is not tracked (-1) and a crash gives
 // at-least-once; records written to the duplicates and dead-letter topics are at-least-once after a
@@ -77,9 +77,6 @@ namespace bloomgate::app {
 inline constexpr int kExitServiceFailed = 1;  // a runtime failure; the log says which
 
 namespace headers {
-inline constexpr const char* kSourceTopic = "bloomgate.source.topic";
-inline constexpr const char* kSourcePartition = "bloomgate.source.partition";
-inline constexpr const char* kSourceOffset = "bloomgate.source.offset";
 inline constexpr const char* kPipeline = "bloomgate.pipeline";
 inline constexpr const char* kReason = "bloomgate.reason";
 inline constexpr const char* kError = "bloomgate.error";
