@@ -99,20 +99,22 @@ TEST(DurableState, ARestartKeepsTheFiltersSoRepeatsOfEarlierKeysAreDropped) {
 
 // ---- kill -9 ------------------------------------------------------------------------------------------
 
-constexpr int kKillPartitions = 8;
-constexpr int kKillEvents = 100'000;
+// Issue 4 asks for at least 200,000 events. 16 partitions keep each one (~12,500 records, ~2 MiB) well
+// under the embedded broker's 5 MiB retention.
+constexpr int kKillPartitions = 16;
+constexpr int kKillEvents = 200'000;
 constexpr double kRepeatShare = 0.3;
 constexpr int kKills = 5;
 // Paced so that the stream outlasts the five kills and restarts (each restart waits ~7 s for the mock
-// coordinator: the killed member's 4 s session timeout, then its 3 s join delay).
-constexpr double kKillEventsPerSecond = 2'400;
+// coordinator: the killed member's 4 s session timeout, then its 3 s join delay): 50 s of input.
+constexpr double kKillEventsPerSecond = 4'000;
 
 std::string durable_yaml(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
   return run_config_head(brokers, group_id, state_dir) + orders_pipeline_yaml();
 }
 
-// 100,000 events of ~100-byte values over 8 partitions (~2 MiB a partition, under the embedded
-// broker's 5 MiB), ~30% of them repeats of one of the last 5,000 keys: every repeat is within the TTL.
+// 200,000 events of ~100-byte values, ~30% of them repeats of one of the last 5,000 keys: every repeat is
+// within the TTL.
 std::vector<Event> kill_stream() { return repeating_stream(kKillStreamSeed, kKillEvents, kRepeatShare); }
 
 TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
@@ -188,7 +190,7 @@ TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
     outside += source.topic != "orders" || source.offset < 0 ? 1U : 0U;
   }
   const double false_positive_mean = static_cast<double>(exact_new) * 1e-6;
-  const std::size_t lost_bound = 2;  // P(Poisson(0.07) > 2) < 1e-4
+  const std::size_t lost_bound = 2;  // P(Poisson(0.14) > 2) < 4e-4
   std::cout << input.size() << " events, " << exact_new << " new by the exact answer; " << forwarded.by_source.size()
             << " input offsets forwarded; " << forwarded.offsets_twice() << " input offsets forwarded twice, "
             << forwarded.keys_twice() << " keys forwarded twice within the TTL, " << lost
