@@ -101,7 +101,7 @@ void AgePartitionedFilter::mark_persisted() {
   dropped_slice_ids_.clear();
 }
 
-std::unique_ptr<Filter> AgePartitionedFilter::restore(const Record& meta, const SliceLookup& lookup) {
+std::unique_ptr<Filter> AgePartitionedFilter::restore(const Record& meta, const SliceViews& lookup) {
   ByteReader r(meta.payload);
   std::unique_ptr<AgePartitionedFilter> f(new AgePartitionedFilter(Restored{}));
   f->params_.k = r.u32("k");
