@@ -643,6 +643,83 @@ class StateStore::SliceReader {
   std::vector<std::uint64_t> handed_out_;
 };
 
+namespace {
+
+// The slice lookup of with_slices(): one iterator over the partition's slice keys, created at the first
+// lookup, moved forward by later ones. A view is of the value in the iterator's current block, which stays
+// valid until the iterator moves (the next lookup). RocksDB verifies the block checksums as it reads;
+// the records' own checksums are left to filters::restore, which verifies each once.
+class SliceCursor {
+ public:
+  SliceCursor(rocksdb::DB& db, const PartitionId& id)
+      : db_(db),
+        prefix_(partition_prefix(id)),
+        name_(to_string(id)),
+        end_(record_key(prefix_, static_cast<char>(kSliceKind + 1))),
+        upper_bound_(end_) {
+    options_ = scan_options();
+    options_.iterate_upper_bound = &upper_bound_;
+  }
+
+  std::optional<std::string_view> find(std::uint64_t slice_id) {
+    key_ = slice_key(prefix_, slice_id);
+    const rocksdb::Slice target(key_);
+    if (!it_) {
+      it_.reset(db_.NewIterator(options_));
+      it_->Seek(target);
+    } else if (!(it_->Valid() && it_->key() == target)) {
+      // Ascending lookups (time_limited's restore) find the next slice one step on; anything else seeks.
+      if (it_->Valid() && it_->key().compare(target) < 0) it_->Next();
+      if (!(it_->Valid() && it_->key() == target)) it_->Seek(target);
+    }
+    const std::string what = "slice " + std::to_string(slice_id) + " of " + name_;
+    if (!it_->status().ok()) fail(it_->status(), "reading " + what);
+    if (!it_->Valid() || it_->key() != target) return std::nullopt;
+    const std::string_view record(it_->value().data(), it_->value().size());
+    // Which record this is, without its checksum (restore verifies that): another slice's record under
+    // this key is damage the store reports, like a failed block checksum.
+    filters::Record parsed{};
+    try {
+      parsed = filters::peek_single_record(record);
+    } catch (const filters::FormatError& e) {
+      throw StateStoreError(Kind::kCorrupt, "state store: " + what + " is damaged: " + e.what());
+    }
+    if (parsed.kind != filters::RecordKind::kSlice || parsed.slice_id != slice_id) {
+      throw StateStoreError(Kind::kCorrupt, "state store: " + what + " holds the record of another " +
+                                                (parsed.kind == filters::RecordKind::kMeta ? "metadata" : "slice") +
+                                                " (slice id " + std::to_string(parsed.slice_id) + ")");
+    }
+    return record;
+  }
+
+ private:
+  rocksdb::DB& db_;
+  const std::string prefix_;
+  const std::string name_;
+  const std::string end_;
+  const rocksdb::Slice upper_bound_;
+  rocksdb::ReadOptions options_;
+  std::string key_;
+  std::unique_ptr<rocksdb::Iterator> it_;  // last: destroyed before the bound it points to
+};
+
+}  // namespace
+
+void StateStore::with_slices(const PartitionId& id,
+                             const std::function<void(const filters::SliceViews&)>& use) const {
+  validate(id);
+  impl_->with_db([&](rocksdb::DB& db) {
+    SliceCursor cursor(db, id);
+    use(filters::SliceViews([&cursor](std::uint64_t slice_id) { return cursor.find(slice_id); }));
+  });
+}
+
+std::unique_ptr<filters::Filter> StateStore::restore_filter(const PartitionId& id, std::string_view filter_meta) const {
+  std::unique_ptr<filters::Filter> filter;
+  with_slices(id, [&](const filters::SliceViews& slices) { filter = filters::restore(filter_meta, slices); });
+  return filter;
+}
+
 filters::SliceLookup StateStore::slices(const PartitionId& id) const {
   validate(id);
   return [reader = std::make_shared<SliceReader>(*impl_, id)](std::uint64_t slice_id) {
