@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -395,10 +396,12 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
   f->slices_.resize(ids.size());
+  std::shared_ptr<detail::SliceArena> arena;  // the slices' memory (slice_memory.h), sized at the first record
   for (const std::size_t i : order) {
     const auto record = lookup(ids[i]);
     if (!record) throw FormatError("time-limited filter slice " + std::to_string(ids[i]) + " is missing");
-    f->slices_[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k);
+    if (!arena) arena = detail::SliceArena::create(ids.size() * record->size());
+    f->slices_[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
   }
   return f;
 }
