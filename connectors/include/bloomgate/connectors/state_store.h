@@ -64,7 +64,7 @@
 // Thread-safety: every method may be called from any thread concurrently (RocksDB's DB is thread-safe;
 // a reopen after a failed write waits for the calls in flight). Checkpoints of one partition must come
 // from one thread at a time (its partition worker), as must a restore against concurrent writes of the
-// same partition: read() and slices() are separate reads.
+// same partition: read() and restore_filter() (or slices()) are separate reads.
 #pragma once
 
 #include <compare>
