@@ -125,8 +125,8 @@ std::unique_ptr<Filter> AgePartitionedFilter::restore(const Record& meta, const 
     throw FormatError("age-partitioned filter does not list k+l slices");
   }
   // The slices' memory, all of the same size (slice_memory.h).
-  const auto arena =
-      detail::SliceArena::create(std::size_t{f->params_.k + f->params_.l} * ((f->slice_bits_ + 63) / 64) * 8);
+  const auto arena = detail::SliceArena::create_for(std::size_t{f->params_.k} + f->params_.l,
+                                                    static_cast<std::size_t>((f->slice_bits_ + 63) / 64 * 8));
   for (std::uint32_t p = 0; p < f->params_.k + f->params_.l; ++p) {
     const std::uint64_t id = r.u64("slice id");
     const auto record = lookup(id);

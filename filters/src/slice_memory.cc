@@ -24,7 +24,7 @@ std::size_t round_up(std::size_t n, std::size_t to) noexcept { return (n + to - 
 
 std::shared_ptr<SliceArena> SliceArena::create(std::size_t bytes) noexcept {
   if (bytes == 0 || bytes > (std::size_t{1} << 40)) return nullptr;
-  const std::size_t size = round_up(bytes, kHugePage);
+  const std::size_t size = round_up(bytes, page_size());
   // One huge page more than needed, so that the arena can start on a 2 MiB boundary; the slack is never
   // touched (address space only).
   const std::size_t mapping_size = size + kHugePage;
@@ -33,8 +33,15 @@ std::shared_ptr<SliceArena> SliceArena::create(std::size_t bytes) noexcept {
   if (mapping == MAP_FAILED) return nullptr;
   const auto start = reinterpret_cast<std::uintptr_t>(mapping);
   char* base = static_cast<char*>(mapping) + (round_up(start, kHugePage) - start);
+  // Huge pages only where the arena fills them: a filter smaller than 2 MiB, or the last part of a larger
+  // one, keeps 4 KiB pages, so no restore holds up to 2 MiB more than its slices (MADV_NOHUGEPAGE for
+  // that part, in case the system's mode is "always").
+  const std::size_t huge = size / kHugePage * kHugePage;
 #ifdef MADV_HUGEPAGE
-  (void)::madvise(base, size, MADV_HUGEPAGE);  // refused without transparent huge pages: 4 KiB pages then
+  if (huge > 0) (void)::madvise(base, huge, MADV_HUGEPAGE);  // refused without THP: 4 KiB pages then
+#endif
+#ifdef MADV_NOHUGEPAGE
+  if (size > huge) (void)::madvise(base + huge, size - huge, MADV_NOHUGEPAGE);
 #endif
   try {
     return std::shared_ptr<SliceArena>(new SliceArena(mapping, mapping_size, base, size));
@@ -42,6 +49,12 @@ std::shared_ptr<SliceArena> SliceArena::create(std::size_t bytes) noexcept {
     ::munmap(mapping, mapping_size);
     return nullptr;
   }
+}
+
+std::shared_ptr<SliceArena> SliceArena::create_for(std::size_t count, std::size_t each) noexcept {
+  const std::size_t rounded = round_up(each == 0 ? 1 : each, page_size());
+  if (count == 0 || count > (std::size_t{1} << 40) / rounded) return nullptr;
+  return create(count * rounded);
 }
 
 SliceArena::~SliceArena() { ::munmap(mapping_, mapping_size_); }

@@ -400,7 +400,7 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   for (const std::size_t i : order) {
     const auto record = lookup(ids[i]);
     if (!record) throw FormatError("time-limited filter slice " + std::to_string(ids[i]) + " is missing");
-    if (!arena) arena = detail::SliceArena::create(ids.size() * record->size());
+    if (!arena) arena = detail::SliceArena::create_for(ids.size(), record->size());  // a record > its words
     f->slices_[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
   }
   return f;

@@ -12,7 +12,7 @@ namespace bloomgate::filters::detail {
 namespace {
 
 TEST(SliceArena, HandsOutWholePagesUntilFullThenNothing) {
-  const auto arena = SliceArena::create(std::size_t{3} << 20);  // rounded up to two huge pages
+  const auto arena = SliceArena::create((std::size_t{4} << 20) - 100);  // rounded up to a page: 4 MiB
   ASSERT_NE(arena, nullptr);
   char* first = static_cast<char*>(arena->take(100));
   char* second = static_cast<char*>(arena->take(4096));
@@ -62,6 +62,14 @@ TEST(WordAllocator, ArenaWhileItHasRoomThenHeapCopiesToTheHeap) {
 TEST(SliceArena, RefusesWhatCannotBeMapped) {
   EXPECT_EQ(SliceArena::create(0), nullptr);
   EXPECT_EQ(SliceArena::create(std::size_t{1} << 50), nullptr);
+  EXPECT_EQ(SliceArena::create_for(std::size_t{1} << 40, 4096), nullptr);
+}
+
+TEST(SliceArena, HasRoomForCountAllocationsOfAnySize) {
+  const auto arena = SliceArena::create_for(5, 4097);  // each takes two pages
+  ASSERT_NE(arena, nullptr);
+  for (int i = 0; i < 5; ++i) EXPECT_NE(arena->take(4097), nullptr) << i;
+  EXPECT_EQ(arena->take(1), nullptr);
 }
 
 }  // namespace

@@ -5,10 +5,11 @@
 // A restore builds a whole filter at once, and with 4 KiB pages every page of it costs a page fault when it
 // is first written: on the 2-core KVM guest of bench/README.md, 2.6 us a page, 20 ms for the 31 MiB of a
 // ten-million-key filter, more than reading its bytes from the disk (bench/state_bench). A SliceArena is
-// one anonymous mapping, aligned to 2 MiB and advised MADV_HUGEPAGE, that a restore carves all its slices
-// from: where the kernel has transparent huge pages (mode "madvise" or "always") that is one fault per 2 MiB
-// (3.4 ms for the same 31 MiB, measured), elsewhere the same faults as before. Slices allocated later (the
-// filter slides) come from the ordinary heap.
+// one anonymous mapping, aligned to 2 MiB, that a restore carves all its slices from; the whole 2 MiB pages
+// it fills are advised MADV_HUGEPAGE: where the kernel has transparent huge pages (mode "madvise" or
+// "always") that is one fault per 2 MiB (3.4 ms for the same 31 MiB, measured), elsewhere the same faults as
+// before. The part short of a whole huge page (all of a filter under 2 MiB) keeps 4 KiB pages, so an arena
+// never holds more memory than its slices. Slices allocated later (the filter slides) come from the heap.
 //
 // Memory: the arena's pages go back to the kernel as its slices are dropped (MADV_DONTNEED of their
 // pages); the mapping itself (address space only, by then) when the last of them is gone, which for a
@@ -27,9 +28,11 @@ namespace bloomgate::filters::detail {
 
 class SliceArena {
  public:
-  // An arena of at least `bytes`, address space only until used; nullptr when the mapping fails (the
-  // slices then come from the heap).
+  // An arena of `bytes` rounded up to a page, address space only until used; nullptr when the mapping
+  // fails (the slices then come from the heap).
   static std::shared_ptr<SliceArena> create(std::size_t bytes) noexcept;
+  // An arena with room for `count` allocations of `each` bytes (take() starts each on a page).
+  static std::shared_ptr<SliceArena> create_for(std::size_t count, std::size_t each) noexcept;
 
   ~SliceArena();
   SliceArena(const SliceArena&) = delete;
