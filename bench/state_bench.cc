@@ -16,8 +16,10 @@
 // filter does not hold the keys it was given.
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +47,8 @@
 #include "bloomgate/filters/time.h"
 #include "json_writer.h"
 
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for posix_spawn
+
 namespace bloomgate::bench {
 namespace {
 
@@ -69,6 +73,11 @@ struct Config {
   std::uint64_t seed = 0x57a7e'b3ac4ULL;
   std::string dir;  // where the store and the plain file go; empty: a temporary directory
   std::string json;
+  // Each timed restore in a new process (this program again, with --restore-child): what a restart does.
+  // In one process a restore reuses the memory the previous repetition's filter gave back to malloc, which
+  // a restarting service does not have.
+  bool fresh_process = false;
+  std::string restore_child;  // internal: restore the store in this directory, print the timing, exit
   double target = 2.0;
 };
 
@@ -278,17 +287,59 @@ RestoreTiming time_restore(const std::string& db, std::unique_ptr<filters::Filte
   const auto stored = store->read(kPartition);
   if (!stored) throw std::runtime_error("the checkpoint is not in the store");
   double fetch = seconds_since(read_started);
-  // Time spent inside the store's lookups; the rest of filters::restore is parsing and copying slices.
-  const filters::SliceLookup lookup = store->slices(kPartition);
-  const filters::SliceLookup timed = [&](std::uint64_t id) {
-    const auto at = Clock::now();
-    auto record = lookup(id);
-    fetch += seconds_since(at);
-    return record;
-  };
-  out = filters::restore(stored->filter_meta, timed);
+  // What StateStore::restore_filter does, with the time spent inside the store's lookups (RocksDB reading
+  // and checking blocks) measured apart; the rest of filters::restore is verifying and copying the slices.
+  store->with_slices(kPartition, [&](const filters::SliceViews& views) {
+    const filters::SliceViews timed([&](std::uint64_t id) {
+      const auto at = Clock::now();
+      auto record = views(id);
+      fetch += seconds_since(at);
+      return record;
+    });
+    out = filters::restore(stored->filter_meta, timed);
+  });
   t.seconds = seconds_since(start);
   t.fetch_seconds = fetch;
+  return t;
+}
+
+// --fresh-process: the restore timed by a child process (--restore-child), its figures read from its
+// output: "restore <seconds> <open> <fetch> <verified 0|1>".
+RestoreTiming time_restore_in_child(const Config& c, const std::string& db, bool& verified) {
+  int out[2];
+  if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+  const std::string keys = std::to_string(c.keys);
+  const std::string seed = std::to_string(c.seed);
+  char error_rate[32];
+  std::snprintf(error_rate, sizeof error_rate, "%.17g", c.error_rate);
+  std::vector<std::string> args = {"state_bench", "--restore-child", db, "--keys", keys, "--seed", seed,
+                                   "--error-rate", error_rate};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  std::string text;
+  char buffer[256];
+  ssize_t n = 0;
+  while (spawned == 0 && (n = ::read(out[0], buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  if (spawned != 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("the restore child failed: " + text);
+  }
+  RestoreTiming t;
+  int held = 0;
+  if (std::sscanf(text.c_str(), "restore %lf %lf %lf %d", &t.seconds, &t.open_seconds, &t.fetch_seconds, &held) != 4) {
+    throw std::runtime_error("the restore child printed no timing: " + text);
+  }
+  verified = held == 1;
   return t;
 }
 
@@ -336,12 +387,17 @@ RestoreFigures measure_restore(const std::string& db, const std::string& plain, 
       if (((side + r) % 2) == 0) {
         if (cold) drop_from_page_cache(files_under(db));
         res_store.push_back(resident_share(files_under(db)));
-        std::unique_ptr<filters::Filter> restored;
-        const RestoreTiming t = time_restore(db, restored);
+        RestoreTiming t;
+        if (c.fresh_process) {
+          t = time_restore_in_child(c, db, verified);
+        } else {
+          std::unique_ptr<filters::Filter> restored;
+          t = time_restore(db, restored);
+          verified = holds_keys(*restored, c);
+        }
         restore.push_back(t.seconds);
         open.push_back(t.open_seconds);
         fetch.push_back(t.fetch_seconds);
-        verified = holds_keys(*restored, c);
       } else {
         if (cold) drop_from_page_cache({plain});
         res_plain.push_back(resident_share({plain}));
@@ -421,6 +477,8 @@ void print(const Config& c, const std::string& dir, const Results& r) {
   print_restore("cold", r.cold);
   print_restore("warm", r.warm);
   std::printf("  cold: fdatasync + posix_fadvise(DONTNEED) on every file before each timed read; warm: no drop\n");
+  std::printf("  %s\n", c.fresh_process ? "each restore in a new process (--fresh-process), as after a restart"
+                                         : "every restore in this process, after the previous one's filter was freed");
   std::printf("  restored filter holds the keys: %s\n\n", r.verified ? "yes" : "NO");
   std::printf("CHECKPOINT (image + write_checkpoint: one synced WriteBatch) vs the same bytes to a plain file\n");
   print_checkpoint("full", r.full);
@@ -466,6 +524,7 @@ std::string to_json(const Config& c, const std::string& dir, const Results& r) {
   j.num("error_rate", c.error_rate);
   j.u64("seed", c.seed);
   j.u64("repetitions", static_cast<std::uint64_t>(c.reps));
+  j.boolean("fresh_process", c.fresh_process);
   j.str("filesystem", filesystem_of(dir));
   j.str("cold_method", "fdatasync + posix_fadvise(POSIX_FADV_DONTNEED) on every file before each timed read");
   j.num("filter_mib", r.filter_mib);
@@ -505,6 +564,13 @@ std::vector<std::string> missing_figures(const Results& r) {
 }
 
 int run(Config c) {
+  if (!c.restore_child.empty()) {
+    std::unique_ptr<filters::Filter> restored;
+    const RestoreTiming t = time_restore(c.restore_child, restored);
+    std::printf("restore %.9f %.9f %.9f %d\n", t.seconds, t.open_seconds, t.fetch_seconds,
+                holds_keys(*restored, c) ? 1 : 0);
+    return 0;
+  }
   if (c.quick) {
     c.keys = std::min<std::uint64_t>(c.keys, 1'000'000);
     c.reps = std::min(c.reps, 3);
@@ -554,6 +620,9 @@ int main(int argc, char** argv) {
   app.add_option("--dir", c.dir, "directory for the store and the plain file (default: a temporary directory)");
   app.add_option("--target", c.target, "the cold restore ratio reported as PASS or MISS");
   app.add_option("--json", c.json, "also write every figure as JSON to this file");
+  app.add_flag("--fresh-process", c.fresh_process,
+               "time each restore in a new process, as after a restart (default: all in this process)");
+  app.add_option("--restore-child", c.restore_child, "internal: time one restore of DIR/state's store")->group("");
   CLI11_PARSE(app, argc, argv);
   try {
     return bloomgate::bench::run(c);

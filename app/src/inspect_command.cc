@@ -179,7 +179,7 @@ InspectReport inspect_state(const std::string& state_dir, std::int64_t now_ms) {
     try {
       const std::optional<connectors::StoredPartition> stored = store->read(checkpoint.id);
       if (!stored) throw StateStoreError(StateStoreError::Kind::kCorrupt, "the checkpoint vanished while reading");
-      const std::unique_ptr<filters::Filter> filter = filters::restore(stored->filter_meta, store->slices(checkpoint.id));
+      const std::unique_ptr<filters::Filter> filter = store->restore_filter(checkpoint.id, stored->filter_meta);
       filters::FilterStats stats = filter->stats(filters::from_epoch_nanos(stored->checkpoint.filter_time_ns));
       partition.fill = summarize_fill(stats);
       partition.filter = std::move(stats);

@@ -788,7 +788,7 @@ class Service::Impl {
     std::unique_ptr<filters::Filter> filter;
     try {
       stored = store_->read(id);
-      if (stored) filter = filters::restore(stored->filter_meta, store_->slices(id));
+      if (stored) filter = store_->restore_filter(id, stored->filter_meta);  // one scan, no copy of a record
     } catch (const StateStoreError& e) {
       if (e.kind() != StateStoreError::Kind::kCorrupt) throw;
       // A damaged table file fails every compaction that reads it, which stops all writes: the whole
@@ -1173,7 +1173,7 @@ class Service::Impl {
         throw std::runtime_error("the store does not hold the checkpoint of the last commit");
       }
       worker.deduplicator = PartitionDeduplicator(*worker.pipeline, wall_clock_now,
-                                                  filters::restore(stored->filter_meta, store_->slices(worker.id)),
+                                                  store_->restore_filter(worker.id, stored->filter_meta),
                                                   filters::from_epoch_nanos(stored->checkpoint.filter_time_ns));
     } catch (const std::exception& e) {
       fail("exactly_once: " + name + " cannot be rewound after an aborted transaction: " + e.what());

@@ -101,7 +101,7 @@ void AgePartitionedFilter::mark_persisted() {
   dropped_slice_ids_.clear();
 }
 
-std::unique_ptr<Filter> AgePartitionedFilter::restore(const Record& meta, const SliceLookup& lookup) {
+std::unique_ptr<Filter> AgePartitionedFilter::restore(const Record& meta, const SliceViews& lookup) {
   ByteReader r(meta.payload);
   std::unique_ptr<AgePartitionedFilter> f(new AgePartitionedFilter(Restored{}));
   f->params_.k = r.u32("k");
@@ -124,11 +124,14 @@ std::unique_ptr<Filter> AgePartitionedFilter::restore(const Record& meta, const 
   if (r.remaining() != 8ULL * (f->params_.k + f->params_.l)) {
     throw FormatError("age-partitioned filter does not list k+l slices");
   }
+  // The slices' memory, all of the same size (slice_memory.h).
+  const auto arena = detail::SliceArena::create_for(std::size_t{f->params_.k} + f->params_.l,
+                                                    static_cast<std::size_t>((f->slice_bits_ + 63) / 64 * 8));
   for (std::uint32_t p = 0; p < f->params_.k + f->params_.l; ++p) {
     const std::uint64_t id = r.u64("slice id");
     const auto record = lookup(id);
     if (!record) throw FormatError("age-partitioned filter slice " + std::to_string(id) + " is missing");
-    BitSlice slice = BitSlice::decode(*record, FilterType::kAgePartitioned, id, f->params_.k);
+    BitSlice slice = BitSlice::decode(*record, FilterType::kAgePartitioned, id, f->params_.k, arena);
     if (slice.bits != f->slice_bits_) throw FormatError("age-partitioned slice has the wrong size");
     f->slices_.push_back(std::move(slice));
   }

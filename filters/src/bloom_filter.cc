@@ -167,7 +167,7 @@ BloomFilter::BloomFilter(std::unique_ptr<PartitionedBloom> bits) : bits_(std::mo
 
 BloomFilter::~BloomFilter() = default;
 
-std::unique_ptr<Filter> BloomFilter::restore(const Record& meta, const SliceLookup& lookup) {
+std::unique_ptr<Filter> BloomFilter::restore(const Record& meta, const SliceViews& lookup) {
   detail::expect_meta_record(meta, FilterType::kBloom);
   ByteReader in(meta.payload);
   const BloomGeometry geometry = BloomGeometry::read(in, kMaxBits);

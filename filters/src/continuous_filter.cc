@@ -327,7 +327,7 @@ FilterImage ContinuousFilter::image(ImageScope scope) const {
 
 void ContinuousFilter::mark_persisted() { words_->mark_clean(); }
 
-std::unique_ptr<Filter> ContinuousFilter::restore(const Record& meta, const SliceLookup& lookup) {
+std::unique_ptr<Filter> ContinuousFilter::restore(const Record& meta, const SliceViews& lookup) {
   require(meta.kind == RecordKind::kMeta && meta.type == FilterType::kContinuous && meta.slice_id == 0,
           "not a continuous filter metadata record");
   const StoredMeta stored = read_meta(meta.payload);

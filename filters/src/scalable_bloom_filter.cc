@@ -123,7 +123,7 @@ std::vector<SubFilterMeta> read_sub_filter_metas(const Parameters& parameters, B
 }
 
 // The record is fetched and its size checked before the bit array is allocated.
-PartitionedBloom load_sub_filter(const SubFilterMeta& meta, std::size_t index, const SliceLookup& lookup) {
+PartitionedBloom load_sub_filter(const SubFilterMeta& meta, std::size_t index, const SliceViews& lookup) {
   const std::uint64_t id = index + 1;
   const auto bytes = lookup(id);
   if (!bytes) {
@@ -165,7 +165,7 @@ ScalableBloomFilter::ScalableBloomFilter(const Parameters& parameters, std::vect
 
 ScalableBloomFilter::~ScalableBloomFilter() = default;
 
-std::unique_ptr<Filter> ScalableBloomFilter::restore(const Record& meta, const SliceLookup& lookup) {
+std::unique_ptr<Filter> ScalableBloomFilter::restore(const Record& meta, const SliceViews& lookup) {
   detail::expect_meta_record(meta, FilterType::kScalable);
   ByteReader in(meta.payload);
   const Parameters parameters = read_parameters(in);

@@ -1,4 +1,6 @@
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "bloomgate/filters/age_partitioned_filter.h"
@@ -35,14 +37,29 @@ std::unique_ptr<Filter> deserialize(std::string_view blob) {
       throw FormatError("a filter blob holds slice " + std::to_string(slice.slice_id) + " twice");
     }
   }
-  return restore(meta_record, [&](std::uint64_t id) -> std::optional<std::string> {
+  // Views into the blob, which outlives the restore.
+  return restore(meta_record, SliceViews([&](std::uint64_t id) -> std::optional<std::string_view> {
     const auto it = slices.find(id);
     if (it == slices.end()) return std::nullopt;
-    return std::string(it->second);
+    return it->second;
+  }));
+}
+
+SliceViews SliceViews::of(SliceLookup lookup) {
+  // The copy of the last call, shared by the copies of the SliceViews: a view lives until the next call.
+  auto held = std::make_shared<std::optional<std::string>>();
+  return SliceViews([lookup = std::move(lookup), held](std::uint64_t id) -> std::optional<std::string_view> {
+    *held = lookup(id);
+    if (!*held) return std::nullopt;
+    return std::string_view(**held);
   });
 }
 
 std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceLookup& lookup) {
+  return restore(meta_record, SliceViews::of(lookup));
+}
+
+std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceViews& lookup) {
   const Record meta = decode_single_record(meta_record);
   if (meta.kind != RecordKind::kMeta) throw FormatError("expected a filter metadata record");
   switch (meta.type) {

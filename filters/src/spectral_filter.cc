@@ -299,7 +299,7 @@ FilterImage SpectralFilter::image(ImageScope scope) const {
 
 void SpectralFilter::mark_persisted() { words_->mark_clean(); }
 
-std::unique_ptr<Filter> SpectralFilter::restore(const Record& meta, const SliceLookup& lookup) {
+std::unique_ptr<Filter> SpectralFilter::restore(const Record& meta, const SliceViews& lookup) {
   require(meta.kind == RecordKind::kMeta && meta.type == FilterType::kSpectral && meta.slice_id == 0,
           "not a spectral filter metadata record");
   const StoredMeta stored = read_meta(meta.payload);

@@ -4,8 +4,11 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
 
@@ -355,7 +358,7 @@ void TimeLimitedFilter::mark_persisted() {
   dropped_slice_ids_.clear();
 }
 
-std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const SliceLookup& lookup) {
+std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const SliceViews& lookup) {
   ByteReader r(meta.payload);
   std::unique_ptr<TimeLimitedFilter> f(new TimeLimitedFilter(Restored{}));
   f->params_.k = r.u32("k");
@@ -384,13 +387,22 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   if (count < f->params_.k + f->params_.l || count > kMaxSlicesOnDisk || count * 8 != r.remaining()) {
     throw FormatError("time-limited filter lists an impossible number of slices: " + std::to_string(count));
   }
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const std::uint64_t id = r.u64("slice id");
-    const auto record = lookup(id);
-    if (!record) throw FormatError("time-limited filter slice " + std::to_string(id) + " is missing");
-    f->slices_.push_back(BitSlice::decode(*record, FilterType::kTimeLimited, id, f->params_.k));
-  }
+  std::vector<std::uint64_t> ids(count);
+  for (std::uint64_t& id : ids) id = r.u64("slice id");
   r.expect_end("time-limited filter metadata");
+  // The slices are listed newest first; they are looked up in ascending id order (oldest first), the order
+  // a store sorted by id keeps them in, so that it can answer with one forward scan (SliceViews).
+  std::vector<std::size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
+  f->slices_.resize(ids.size());
+  std::shared_ptr<detail::SliceArena> arena;  // the slices' memory (slice_memory.h), sized at the first record
+  for (const std::size_t i : order) {
+    const auto record = lookup(ids[i]);
+    if (!record) throw FormatError("time-limited filter slice " + std::to_string(ids[i]) + " is missing");
+    if (!arena) arena = detail::SliceArena::create_for(ids.size(), record->size());  // a record > its words
+    f->slices_[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
+  }
   return f;
 }
 

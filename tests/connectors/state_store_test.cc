@@ -517,6 +517,133 @@ TEST(StateStore, DamagedTableFilesAreReportedAsCorrupt) {
   }
 }
 
+// restore_filter(), the restore path: views of RocksDB's blocks instead of copies, one forward scan. The
+// same filter as the copying slices(); with_slices() answers any lookup order, and nothing for a slice
+// that is not stored.
+TEST(StateStore, RestoreFilterBuildsTheSameFilterFromViewsOfTheStoredSlices) {
+  TempDir tmp;
+  const std::string dir = tmp.path("state");
+  const PartitionId id{"events", 5};
+  const auto filter = filters::make_filter(tlbf_options());
+  TimePoint now = insert_keys(*filter, "v", 0, 20'000, kStart, milliseconds(1));
+  {
+    const auto store = StateStore::open(dir);
+    checkpoint(*store, *filter, make_checkpoint(id, 20'000, now));
+    store->flush();  // the first checkpoint in a table file, the second in the memtable: both are read
+    now = insert_keys(*filter, "v", 20'000, 1'000, now + milliseconds(3), milliseconds(3));
+    checkpoint(*store, *filter, make_checkpoint(id, 21'000, now));
+  }
+  const auto store = StateStore::open(dir);
+  const auto stored = store->read(id);
+  ASSERT_TRUE(stored.has_value());
+  const auto restored = store->restore_filter(id, stored->filter_meta);
+  ASSERT_NE(restored, nullptr);
+  EXPECT_EQ(filters::serialize(*restored), filters::serialize(*filter));
+  EXPECT_EQ(filters::serialize(*restored), filters::serialize(*filters::restore(stored->filter_meta, store->slices(id))));
+  for (std::uint64_t i = 0; i < 21'000; i += 7) {
+    ASSERT_EQ(restored->contains(key_name("v", i), now), filter->contains(key_name("v", i), now)) << i;
+  }
+
+  const FilterImage full = filter->image(ImageScope::kFull);
+  std::vector<std::uint64_t> order;
+  for (const auto& slice : full.slices) order.push_back(slice.id);
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(7));
+  std::map<std::uint64_t, std::string> records;
+  for (const auto& slice : full.slices) records.emplace(slice.id, slice.record);
+  const std::uint64_t past_the_last = records.rbegin()->first + 1;
+  store->with_slices(id, [&](const filters::SliceViews& views) {
+    for (const std::uint64_t slice_id : order) {
+      const auto view = views(slice_id);
+      ASSERT_TRUE(view.has_value()) << slice_id;
+      EXPECT_EQ(*view, records.at(slice_id)) << slice_id;
+      EXPECT_EQ(views(slice_id), records.at(slice_id)) << "the same slice twice in a row: " << slice_id;
+    }
+    EXPECT_FALSE(views(past_the_last).has_value());
+    EXPECT_EQ(views(records.begin()->first), records.begin()->second) << "back to the first after the end";
+  });
+  // The metadata record is the caller's: with it, a partition that holds none of its slices is a filter
+  // with missing slices.
+  EXPECT_THROW((void)store->restore_filter({"events", 6}, stored->filter_meta), filters::FormatError);
+}
+
+// Damage in a table file reaches restore_filter() as kCorrupt, never as a filter built from it nor as a
+// FormatError (which the service would take for intact records and keep the directory): RocksDB's block
+// checksums are verified as the blocks are read. Otherwise DamagedTableFilesAreReportedAsCorrupt.
+TEST(StateStore, RestoreFilterReportsDamagedTableFilesAsCorrupt) {
+  TempDir tmp;
+  const std::string dir = tmp.path("state");
+  std::map<PartitionId, std::string> expected;
+  {
+    const auto store = StateStore::open(dir);
+    for (std::int32_t p = 0; p < 4; ++p) {
+      const PartitionId id{"events", p};
+      const auto filter = filters::make_filter(tlbf_options());
+      const TimePoint now = insert_keys(*filter, to_string(id), 0, 5'000, kStart, milliseconds(2));
+      checkpoint(*store, *filter, make_checkpoint(id, p + 1, now));
+      expected.emplace(id, filters::serialize(*filter));
+    }
+    store->flush();
+  }
+  const auto tables = files_with_extension(dir, ".sst");
+  ASSERT_FALSE(tables.empty()) << "flush() wrote no table file";
+  for (const auto& table : tables) flip_bytes(table, fs::file_size(table) / 2, 64);
+
+  std::unique_ptr<StateStore> store;
+  try {
+    store = StateStore::open(dir);
+  } catch (const StateStoreError& e) {
+    EXPECT_EQ(e.kind(), Kind::kCorrupt) << e.what();
+  }
+  std::size_t detected = store ? 0 : 1;
+  for (const auto& [id, blob] : expected) {
+    if (!store) break;
+    try {
+      const auto stored = store->read(id);
+      ASSERT_TRUE(stored.has_value()) << to_string(id);
+      const auto restored = store->restore_filter(id, stored->filter_meta);
+      ASSERT_NE(restored, nullptr) << to_string(id);
+      EXPECT_EQ(filters::serialize(*restored), blob) << to_string(id) << " was restored to another filter";
+    } catch (const StateStoreError& e) {
+      EXPECT_EQ(e.kind(), Kind::kCorrupt) << e.what();
+      ++detected;
+    } catch (const filters::FormatError& e) {
+      ADD_FAILURE() << "damage got past the store to the filter: " << e.what();
+    }
+  }
+  EXPECT_GT(detected, 0U) << "the damage went unnoticed";
+}
+
+// Records that RocksDB stores intact but that are wrong: another slice's record under a slice's key is
+// kCorrupt (the store checks which record it hands out); a record whose own checksum fails is the filter's
+// FormatError (restore verifies every record's checksum once).
+TEST(StateStore, RestoreFilterRejectsAForeignRecordAndABadRecordChecksum) {
+  TempDir tmp;
+  const auto store = StateStore::open(tmp.path("state"));
+  const auto filter = filters::make_filter(tlbf_options());
+  const TimePoint now = insert_keys(*filter, "r", 0, 5'000, kStart, milliseconds(2));
+  const FilterImage image = filter->image(ImageScope::kFull);
+  ASSERT_GE(image.slices.size(), 2U);
+
+  FilterImage foreign = image;
+  foreign.slices[0].record = image.slices[1].record;
+  store->write_checkpoint(make_checkpoint({"f", 0}, 1, now), foreign);
+  try {
+    (void)store->restore_filter({"f", 0}, store->read({"f", 0})->filter_meta);
+    ADD_FAILURE() << "restored a filter with another slice's record in it";
+  } catch (const StateStoreError& e) {
+    EXPECT_EQ(e.kind(), Kind::kCorrupt) << e.what();
+  }
+
+  FilterImage bad_checksum = image;
+  std::string& record = bad_checksum.slices[0].record;
+  record[filters::kRecordHeaderSize + 40] = static_cast<char>(record[filters::kRecordHeaderSize + 40] ^ 0x10);
+  store->write_checkpoint(make_checkpoint({"f", 1}, 1, now), bad_checksum);
+  EXPECT_THROW((void)store->restore_filter({"f", 1}, store->read({"f", 1})->filter_meta), filters::FormatError);
+
+  store->write_checkpoint(make_checkpoint({"f", 2}, 1, now), image);
+  EXPECT_EQ(filters::serialize(*store->restore_filter({"f", 2}, image.meta)), filters::serialize(*filter));
+}
+
 struct WalRun {
   struct Written {
     PartitionCheckpoint checkpoint;

@@ -4,6 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
 #include "ground_truth.h"
@@ -305,6 +311,45 @@ TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
   for (std::uint64_t key = 0; key < 3000; ++key) {
     ASSERT_EQ(restored->contains(key_name(key), later), filter.contains(key_name(key), later)) << key;
   }
+}
+
+// restore() over SliceViews (the store's zero-copy path): the same filter as over copies; the slices are
+// asked for in ascending id order (a store sorted by id answers with one forward scan); a view need only
+// live until the next lookup (here each lookup overwrites the one buffer the previous view pointed into);
+// and each record's checksum is still verified.
+TEST(TimeLimitedFilter, RestoresFromViewsAskingInAscendingIdOrder) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
+  CheckpointStore store;
+  run_stream({{seconds(15), 500}}, 0.2, 1000, true, 72, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  store.checkpoint(filter, ImageScope::kFull);
+
+  std::vector<std::uint64_t> asked;
+  std::string buffer;
+  const SliceViews views([&](std::uint64_t id) -> std::optional<std::string_view> {
+    asked.push_back(id);
+    std::fill(buffer.begin(), buffer.end(), '\x5a');  // what a stale view would now see
+    const auto it = store.slices().find(id);
+    if (it == store.slices().end()) return std::nullopt;
+    buffer.assign(it->second);
+    return std::string_view(buffer);
+  });
+  const auto restored = restore(store.meta(), views);
+  EXPECT_EQ(serialize(*restored), serialize(filter));
+  EXPECT_EQ(serialize(*restore(store.meta(), SliceViews::of(store.lookup()))), serialize(filter));
+  EXPECT_EQ(asked.size(), filter.slice_count());
+  EXPECT_TRUE(std::is_sorted(asked.begin(), asked.end()));
+  EXPECT_EQ(std::adjacent_find(asked.begin(), asked.end()), asked.end()) << "a slice asked for twice";
+
+  CheckpointStore damaged = store;
+  std::string& record = damaged.slices().begin()->second;
+  record[kRecordHeaderSize + 40] = static_cast<char>(record[kRecordHeaderSize + 40] ^ 0x01);
+  const SliceViews damaged_views([&](std::uint64_t id) -> std::optional<std::string_view> {
+    const auto it = damaged.slices().find(id);
+    if (it == damaged.slices().end()) return std::nullopt;
+    return std::string_view(it->second);
+  });
+  EXPECT_THROW(restore(damaged.meta(), damaged_views), FormatError);
 }
 
 }  // namespace

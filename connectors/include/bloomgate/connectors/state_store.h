@@ -22,8 +22,10 @@
 //     the group's committed offset and reconciles (docs/state.md, "The write-ahead log's recovery mode").
 //   - paranoid_checks: open fails (kCorrupt) when a table file or the MANIFEST does not verify.
 //   - block checksums (XXH3) are verified on every read: a damaged data block throws kCorrupt from read(),
-//     slices() or list(), never a wrong value. The checkpoint record has its own checksum, and filter
-//     records are verified by their envelope (format.h) before they are handed out.
+//     restore_filter(), slices() or list(), never a wrong value. The checkpoint record has its own checksum.
+//     Filter records carry theirs too (format.h): restore_filter() leaves it to filters::restore, which
+//     verifies every record once (a failure there is a FormatError: the bytes are as they were written,
+//     RocksDB's checksums say so); read() and slices() verify the records they hand out themselves.
 //   - a failed write (kIo: a full disk, EIO) stops RocksDB's writes; the next write closes and reopens
 //     the database (RocksDB 7.8's own resume can reuse the failed WAL writer: facebook/rocksdb#11643),
 //     and until that succeeds the database stays readable, opened read-only. While the volume has less
@@ -62,7 +64,7 @@
 // Thread-safety: every method may be called from any thread concurrently (RocksDB's DB is thread-safe;
 // a reopen after a failed write waits for the calls in flight). Checkpoints of one partition must come
 // from one thread at a time (its partition worker), as must a restore against concurrent writes of the
-// same partition: read() and slices() are separate reads.
+// same partition: read() and restore_filter() (or slices()) are separate reads.
 #pragma once
 
 #include <compare>
@@ -196,11 +198,27 @@ class StateStore {
   // dropped). Throws kCorrupt when either record fails its checksum or only one of them exists.
   std::optional<StoredPartition> read(const PartitionId& id) const;
 
-  // Looks up the partition's slice records by id, for filters::restore(meta, lookup): nullopt for a slice
-  // that is not stored; throws kCorrupt for a damaged one (bad envelope, or another slice's record). Valid
-  // while this StateStore lives. The first lookup reads all of the partition's slice records in one scan
-  // (a cold restore then reads sequentially instead of one random read per slice) and holds them until
-  // they are looked up: the lookup sees the slices as they were at its first call.
+  // The restore path: the partition's filter, filters::restore(filter_meta, views of its slice records),
+  // where filter_meta is read(id)->filter_meta. The slices are read by one forward scan of the partition's
+  // keys (with_slices), each handed to the filter as a view of RocksDB's block, verified once by RocksDB's
+  // block checksum and once by the filter (its record checksum) and copied once, into the filter. Throws
+  // kCorrupt when RocksDB finds damage or a slice key holds another record than its own (the restored
+  // filter is never built from damaged bytes), kIo when a read fails, and filters::FormatError when the
+  // records are intact in the store but the filter rejects them (a missing slice, a bad record checksum,
+  // inconsistent fields).
+  std::unique_ptr<filters::Filter> restore_filter(const PartitionId& id, std::string_view filter_meta) const;
+
+  // Calls use(views) with views of the partition's slice records (filters::SliceViews): nullopt for a slice
+  // that is not stored; kCorrupt as restore_filter(). Lifetime: the views, and each view until the lookup's
+  // next call, are valid only inside `use`, which holds a RocksDB iterator (and the store's database) for
+  // its duration: `use` must not call this StateStore. The lookups see the partition as it was at the
+  // first one. Ascending ids are one forward scan (Next()); any other order seeks.
+  void with_slices(const PartitionId& id, const std::function<void(const filters::SliceViews&)>& use) const;
+
+  // Looks up the partition's slice records by id, copying each (restore_filter() does not): nullopt for a
+  // slice that is not stored; throws kCorrupt for a damaged one (bad envelope, or another slice's record).
+  // Valid while this StateStore lives. The first lookup reads all of the partition's slice records in one
+  // scan and holds them until they are looked up: the lookup sees the slices as they were at its first call.
   filters::SliceLookup slices(const PartitionId& id) const;
 
   // Removes everything stored for the partition, in one synced batch (a range delete: it reads nothing).

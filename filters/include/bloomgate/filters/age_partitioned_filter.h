@@ -40,7 +40,10 @@ class AgePartitionedFilter final : public Filter {
   using Filter::contains;
   using Filter::test_and_insert;
 
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
+    return restore(meta, SliceViews::of(lookup));
+  }
 
   SlicedParams params() const noexcept { return params_; }
   std::uint64_t generation_size() const noexcept { return generation_size_; }

@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/hash.h"
+#include "bloomgate/filters/slice_memory.h"
 
 namespace bloomgate::filters::detail {
 
@@ -42,7 +44,7 @@ struct BitSlice {
   std::uint32_t hash_index = 0;  // j_s
   std::int64_t stamp_ns = kUnstamped;  // t_s: time of the last insertion it receives; kUnstamped while written
   std::uint64_t generation_insertions = 0;  // insertions of the generation that ended when it was stamped
-  std::vector<std::uint64_t> words;
+  Words words;  // slice_memory.h: from the restore's arena, or the heap
   bool dirty = true;  // changed since the last persisted checkpoint
 
   BitSlice() = default;
@@ -68,8 +70,11 @@ struct BitSlice {
   double measured_fill() const noexcept;
 
   std::string encode(FilterType type) const;
-  // Reads a slice record and checks it is the slice `expected_id` of a filter of `type` with `k` hash indexes.
-  static BitSlice decode(std::string_view record, FilterType type, std::uint64_t expected_id, std::uint32_t k);
+  // Reads a slice record and checks it is the slice `expected_id` of a filter of `type` with `k` hash indexes:
+  // its checksum is verified, then its words are copied once, from `record` into the slice's memory, which
+  // comes from `arena` while it has room (slice_memory.h).
+  static BitSlice decode(std::string_view record, FilterType type, std::uint64_t expected_id, std::uint32_t k,
+                         const std::shared_ptr<SliceArena>& arena = nullptr);
 };
 
 // b.5: the first window of k consecutive slices, each valid and with the key's bit set, among `slices`

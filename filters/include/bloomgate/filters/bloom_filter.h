@@ -51,7 +51,10 @@ class BloomFilter final : public Filter {
 
   // Rebuilds a filter from its metadata record and its page records; throws FormatError when either is
   // missing, corrupt or inconsistent. Allocates only after the last page is found with the right size.
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
+    return restore(meta, SliceViews::of(lookup));
+  }
 
   FilterType type() const noexcept override { return FilterType::kBloom; }
   bool test_and_insert(KeyHash key, TimePoint now) override;

@@ -61,7 +61,10 @@ class ContinuousFilter final : public Filter {
 
   // Rebuilds a filter from its metadata record and its page records. Throws FormatError when the metadata
   // is malformed or inconsistent, or a page is missing or malformed.
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
+    return restore(meta, SliceViews::of(lookup));
+  }
 
   FilterType type() const noexcept override { return FilterType::kContinuous; }
   bool test_and_insert(KeyHash key, TimePoint now) override;

@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bloomgate/filters/format.h"
@@ -71,8 +72,30 @@ struct Sighting {
 
 enum class ImageScope { kChangedSinceLastPersist, kFull };
 
-// Looks up a slice record by id when restoring; returns nullopt when the store does not have it.
+// Looks up a slice record by id when restoring; returns nullopt when the store does not have it. Each
+// record is a copy; SliceViews below is the same without one.
 using SliceLookup = std::function<std::optional<std::string>(std::uint64_t slice_id)>;
+
+// Looks up a slice record by id when restoring, without copying it: nullopt when the store does not have
+// it, else a view of the stored bytes. Lifetime: a view must stay valid until the next call of the lookup
+// (or until the restore returns, whichever comes first); every restore verifies and copies a record into
+// the filter before it asks for the next one, so a store can hand out views of a buffer it reuses, such as
+// the current block of a database iterator. Filters whose slices are numbered in age order (time_limited)
+// ask in ascending id order, so a store keeping its records sorted by id can answer them all with one
+// forward scan; other orders must work too (a seek per lookup). The constructor is explicit, so a
+// SliceLookup or a lambda returning copies never turns into views of temporaries by accident.
+class SliceViews {
+ public:
+  using Find = std::function<std::optional<std::string_view>(std::uint64_t slice_id)>;
+  explicit SliceViews(Find find) : find_(std::move(find)) {}
+  std::optional<std::string_view> operator()(std::uint64_t slice_id) const { return find_(slice_id); }
+
+  // Views over a copying lookup: each view is of the copy its last call returned.
+  static SliceViews of(SliceLookup lookup);
+
+ private:
+  Find find_;
+};
 
 class Filter {
  public:
@@ -122,7 +145,12 @@ std::string serialize(const Filter& filter);
 std::unique_ptr<Filter> deserialize(std::string_view blob);
 
 // Rebuilds a filter from its metadata record and a store of slice records (a checkpoint).
-// Throws FormatError when the metadata or a slice is missing, corrupt or inconsistent.
+// Throws FormatError when the metadata or a slice is missing, corrupt or inconsistent. Every record's
+// envelope, checksum included (format.h), is verified once, here: a store need not verify it first.
 std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceLookup& lookup);
+
+// The same over views of the stored records: nothing is copied but into the filter's own memory (each
+// slice's words are copied once, straight from the view, after its checksum is verified).
+std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceViews& slices);
 
 }  // namespace bloomgate::filters

@@ -21,6 +21,7 @@
 // checksum is rejected with FormatError, never read past its end.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -96,7 +97,13 @@ class ByteReader {
   }
   void words(std::span<std::uint64_t> out, const char* what) {
     need(out.size() * 8, what);
-    for (auto& w : out) w = fixed<8>(what);
+    if constexpr (std::endian::native == std::endian::little) {
+      // The stored order is the host's: one copy (restores copy whole slices through here).
+      if (!out.empty()) std::memcpy(out.data(), in_.data() + pos_, out.size() * 8);
+      pos_ += out.size() * 8;
+    } else {
+      for (auto& w : out) w = fixed<8>(what);
+    }
   }
   std::string_view bytes(std::size_t n, const char* what) {
     need(n, what);
@@ -138,6 +145,11 @@ Record decode_record(std::string_view& bytes);
 
 // Parses exactly one record that must fill `bytes`.
 Record decode_single_record(std::string_view bytes);
+
+// decode_single_record without computing the checksum: every other check of the envelope (magic, version,
+// kind, type, hash seed, length), for a caller that only needs to know which record it holds before
+// handing it to restore(), which verifies the checksum.
+Record peek_single_record(std::string_view bytes);
 
 const char* filter_type_name(FilterType type) noexcept;
 

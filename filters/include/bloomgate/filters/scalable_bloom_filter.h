@@ -72,7 +72,10 @@ class ScalableBloomFilter final : public Filter {
   // Rebuilds a filter from its metadata record and its sub-filter records; throws FormatError when either
   // is missing, corrupt or inconsistent. Each sub-filter is allocated only once its record is in hand
   // and has the size the metadata promises.
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
+    return restore(meta, SliceViews::of(lookup));
+  }
 
   FilterType type() const noexcept override { return FilterType::kScalable; }
   bool test_and_insert(KeyHash key, TimePoint now) override;

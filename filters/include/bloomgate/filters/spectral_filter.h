@@ -63,7 +63,10 @@ class SpectralFilter final : public Filter {
 
   // Rebuilds a filter from its metadata record and its page records. Throws FormatError when the metadata
   // is malformed or inconsistent, or a page is missing or malformed.
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
+    return restore(meta, SliceViews::of(lookup));
+  }
 
   FilterType type() const noexcept override { return FilterType::kSpectral; }
   // True when the key occurred before; then records one more occurrence.

@@ -68,7 +68,10 @@ class TimeLimitedFilter final : public Filter {
   using Filter::test_and_insert;
   using Filter::test_and_insert_with_age;
 
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
+  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
+    return restore(meta, SliceViews::of(lookup));
+  }
 
   SlicedParams params() const noexcept { return params_; }
   std::size_t slice_count() const noexcept;
