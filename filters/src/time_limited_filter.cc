@@ -13,6 +13,8 @@ namespace bloomgate::filters {
 namespace {
 
 using detail::BitSlice;
+using detail::ColumnSegment;
+using detail::ColumnSlice;
 using detail::kUnstamped;
 using detail::Probes;
 
@@ -27,6 +29,29 @@ constexpr std::size_t kRateWindow = 8;
 constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
+// A new slice shares the newest segment's size M (and so its rows) when the size eq (8) asks for is
+// within M / kShareTolerance of it: at a steady rate the sizes eq (8) gives jitter by about 1% from slide
+// to slide (measured: 32640 to 33216 bits at 1e-3), and a slice that is a little smaller or larger than
+// asked for only ends its generations a little sooner or later (eq 5 sizes them by capacity), which the
+// rate estimate of eq (6) absorbs. Small slices keep their exact size: they are in cache, where a segment
+// saves nothing, and their sizes are pinned by the format tests.
+constexpr std::uint64_t kShareTolerance = 32;
+constexpr std::uint64_t kMinSharedRows = 1ULL << 16;
+// More live segments than this (a restore of slices of many sizes, small filters whose sizes all
+// differ): the query walks the slices as b.5 does instead of reading k rows per segment.
+constexpr std::size_t kMaxQueriedSegments = 4;
+
+bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexcept {
+  if (rows == bits) return true;
+  if (exact_size || rows < kMinSharedRows) return false;
+  return std::max(rows, bits) - std::min(rows, bits) <= rows / kShareTolerance;
+}
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t out;
+  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? std::numeric_limits<std::int64_t>::max() : kUnstamped;
+  return out;
+}
 
 // now - then without signed overflow, saturating at the int64 range.
 std::int64_t elapsed(std::int64_t now, std::int64_t then) noexcept {
@@ -65,12 +90,17 @@ std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.siz
 
 // Creation state (c.4): k+l slices sized for expected_per_ttl keys per T, S[k] stamped as the end of
 // "generation 0" so the first rate measurement has a reference point.
+// The segment has one column beyond k+l: a steady filter keeps k+l+1 slices most of the time.
 void TimeLimitedFilter::reset(std::int64_t now_ns) {
   for (const BitSlice& slice : slices_) dropped_slice_ids_.push_back(slice.id);
   slices_.clear();
+  segments_.clear();
   const double per_slice = static_cast<double>(expected_per_ttl_) * params_.k / params_.l;
   const std::uint64_t bits = std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_);
-  for (std::uint32_t p = 0; p < params_.k + params_.l; ++p) slices_.emplace_back(next_slice_id_++, bits, p % params_.k);
+  const std::uint32_t count = params_.k + params_.l;
+  open_segment(bits, count + 1);
+  for (std::uint32_t p = count; p-- > 0;) push_front_slice(next_slice_id_ + p, bits, p % params_.k, true);
+  next_slice_id_ += count;
   slices_[params_.k].stamp_ns = now_ns;
   generation_size_ = generation_remaining_ = next_generation_size();
   generation_inserted_ = 0;
@@ -90,8 +120,52 @@ bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) cons
 }
 
 bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) const {
-  return detail::k_consecutive_match(slices_, params_.k, probes,
-                                     [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+  return oldest_window(probes, now_ns) >= 0;
+}
+
+// b.5's answer from k row reads per segment: the valid slices holding the key's bit, oldest first, then
+// the first run of k of them.
+std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns) const {
+  if (segments_.size() > kMaxQueriedSegments) {
+    return detail::oldest_matching_window(slices_, params_.k, probes,
+                                          [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+  }
+  const std::size_t n = slices_.size();
+  const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
+  match_bits_.assign(valid.size(), 0);
+  std::size_t offset = 0;
+  for (const auto& segment : segments_) {
+    segment->match(probes, match_bits_.data(), offset);
+    offset += segment->live();
+  }
+  for (std::size_t w = 0; w < valid.size(); ++w) match_bits_[w] &= valid[w];
+  return detail::oldest_window_of_bits(match_bits_, n, params_.k);
+}
+
+// Recomputed when the layout changed or `now` left the span over which no slice changes state.
+const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now_ns) const {
+  if (valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_) return valid_;
+  const std::size_t n = slices_.size();
+  valid_.assign((n + 63) / 64 + 1, 0);
+  valid_after_ns_ = std::numeric_limits<std::int64_t>::min();
+  valid_until_ns_ = std::numeric_limits<std::int64_t>::max();
+  valid_has_expired_unstamped_ = false;
+  for (std::size_t p = 0; p < n; ++p) {
+    const BitSlice& slice = slices_[p];
+    const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
+    const std::int64_t deadline =
+        stamp == kUnstamped ? std::numeric_limits<std::int64_t>::max() : saturating_add(stamp, ttl_ns_);
+    if (!expired(slice, now_ns)) {
+      const std::size_t i = n - 1 - p;
+      valid_[i / 64] |= std::uint64_t{1} << (i % 64);
+      valid_until_ns_ = std::min(valid_until_ns_, deadline);
+    } else {
+      valid_after_ns_ = std::max(valid_after_ns_, deadline);
+      valid_has_expired_unstamped_ |= slice.stamp_ns == kUnstamped;
+    }
+  }
+  valid_version_ = layout_version_;
+  return valid_;
 }
 
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
@@ -101,15 +175,22 @@ bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
 // The lines every key needs first: the query's first probe (the oldest window's newest slice, b.5) and the
 // k lines an absent key's insertion writes. The rest of the query depends on what these hold.
 void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcept {
-  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
-  slices_[slices_.size() - params_.k].prefetch(probes);
+  if (segments_.size() <= kMaxQueriedSegments) {
+    for (const auto& segment : segments_) segment->prefetch(probes);
+    return;
+  }
+  for (std::uint32_t p = 0; p < params_.k; ++p) {
+    const ColumnSlice& slice = slices_[p];
+    slice.segment->prefetch_cell(slice.segment->row_of(probes, slice.hash_index), slice.column);
+  }
+  const ColumnSlice& first = slices_[slices_.size() - params_.k];
+  first.segment->prefetch_cell(first.segment->row_of(probes, first.hash_index), first.column);
 }
 
 bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const std::int64_t window = detail::oldest_matching_window(
-      slices_, params_.k, probes, [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+  const std::int64_t window = oldest_window(probes, now_ns);
   const bool present = window >= 0;
   if (present && age != nullptr) *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);  // before a slide
   if (!present || refresh_on_duplicate_) insert(probes, now_ns);
@@ -183,12 +264,14 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns) {
   }
   if (generation_remaining_ == 0) slide(now_ns);
   for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].set(probes);
+  if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
   last_insert_ns_ = now_ns;
   ++generation_inserted_;
   if (--generation_remaining_ == 0) {
     BitSlice& leaving = slices_[params_.k - 1];
     leaving.stamp_ns = now_ns;
     leaving.generation_insertions = generation_inserted_;
+    ++layout_version_;
   }
 }
 
@@ -199,6 +282,7 @@ void TimeLimitedFilter::end_generation_early() {
   leaving.generation_insertions = generation_inserted_;
   leaving.dirty = true;
   generation_remaining_ = 0;
+  ++layout_version_;
 }
 
 // c.6 SLIDE: measure the rate (eq 6), retire the expired tail, shift or grow, install a new slice sized
@@ -213,7 +297,7 @@ void TimeLimitedFilter::slide(std::int64_t now_ns) {
   const std::uint64_t bits = std::min(half_fill_slice_bits(static_cast<double>(capacity), 2ULL * params_.k),
                                       max_slice_bits_);
   const std::uint32_t index = (slices_.front().hash_index + params_.k - 1) % params_.k;
-  slices_.emplace_front(next_slice_id_++, bits, index);
+  push_front_slice(next_slice_id_++, bits, index, false);
   generation_size_ = generation_remaining_ = next_generation_size();
   generation_inserted_ = 0;
   generation_start_ns_ = now_ns;
@@ -246,7 +330,51 @@ void TimeLimitedFilter::retire_expired_tail(std::int64_t now_ns) {
 
 void TimeLimitedFilter::drop_oldest() {
   dropped_slice_ids_.push_back(slices_.back().id);
+  ColumnSegment* segment = slices_.back().segment;
+  segment->pop();
   slices_.pop_back();
+  if (segment->live() == 0 && segment != segments_.back().get()) segments_.erase(segments_.begin());
+  ++layout_version_;
+}
+
+void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) {
+  segments_.push_back(std::make_unique<ColumnSegment>(rows, columns, params_.k));
+}
+
+// The new slice becomes the newest column of the newest segment when it can share its rows (its size
+// is then the segment's), else of a new segment of exactly its size.
+void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
+                                         bool exact_size) {
+  if (segments_.empty() || !shares_rows(segments_.back()->rows(), bits, exact_size)) open_segment(bits, 1);
+  ColumnSegment& segment = *segments_.back();
+  if (segment.full()) grow(segment);
+  ColumnSlice slice;
+  slice.id = id;
+  slice.bits = segments_.back()->rows();
+  slice.hash_index = hash_index;
+  slice.segment = segments_.back().get();
+  slice.column = slice.segment->push(hash_index);
+  slices_.push_front(std::move(slice));
+  ++layout_version_;
+}
+
+// Copies the segment into one with more columns: by half while it holds fewer than k+l+1 slices (a new
+// size phasing in), then one at a time, so a steady filter ends with as many columns as it keeps slices.
+void TimeLimitedFilter::grow(ColumnSegment& segment) {
+  const std::uint32_t steady = params_.k + params_.l + 1;
+  const std::uint32_t columns = segment.columns();
+  const std::uint32_t wanted =
+      columns < steady ? std::min(steady, std::max(columns + 1, columns + columns / 2)) : columns + 1;
+  std::unique_ptr<ColumnSegment> bigger = segment.repacked(wanted);
+  std::uint32_t age = 0;
+  for (auto slice = slices_.rbegin(); slice != slices_.rend(); ++slice) {
+    if (slice->segment != &segment) continue;
+    slice->segment = bigger.get();
+    slice->column = bigger->column_of_age(age++);
+  }
+  for (auto& owned : segments_) {
+    if (owned.get() == &segment) owned = std::move(bigger);
+  }
 }
 
 std::uint64_t TimeLimitedFilter::capacity_left(const BitSlice& slice) const {
@@ -306,13 +434,14 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
   s.target_fpr = error_rate_;
   std::vector<double> fill;
   std::int64_t oldest_valid_stamp = kUnstamped;
-  for (const BitSlice& slice : slices_) {
+  for (const ColumnSlice& slice : slices_) {
     const bool is_expired = expired(slice, now_ns);
     s.slice_stats.push_back(detail::slice_stats(slice, is_expired));
+    s.slice_stats.back().fill_ratio = slice.measured_fill();
     fill.push_back(is_expired ? 0.0 : s.slice_stats.back().fill_ratio);
-    s.bits += slice.bits;
     if (!is_expired && slice.stamp_ns != kUnstamped && slice.insertions > 0) oldest_valid_stamp = slice.stamp_ns;
   }
+  for (const auto& segment : segments_) s.bits += segment->cell_bits();  // free columns are memory too
   s.elements = elements_in_window(now_ns);
   s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
   s.estimated_fpr = sliced_fpr(params_.k, fill);
@@ -343,7 +472,7 @@ FilterImage TimeLimitedFilter::image(ImageScope scope) const {
   for (const BitSlice& slice : slices_) w.u64(slice.id);
   FilterImage out;
   out.meta = encode_record(RecordKind::kMeta, type(), 0, w.take());
-  for (const BitSlice& slice : slices_) {
+  for (const ColumnSlice& slice : slices_) {
     if (scope == ImageScope::kFull || slice.dirty) out.slices.push_back({slice.id, slice.encode(type())});
   }
   out.dropped_slice_ids = dropped_slice_ids_;
@@ -351,7 +480,7 @@ FilterImage TimeLimitedFilter::image(ImageScope scope) const {
 }
 
 void TimeLimitedFilter::mark_persisted() {
-  for (BitSlice& slice : slices_) slice.dirty = false;
+  for (ColumnSlice& slice : slices_) slice.dirty = false;
   dropped_slice_ids_.clear();
 }
 
@@ -384,14 +513,36 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   if (count < f->params_.k + f->params_.l || count > kMaxSlicesOnDisk || count * 8 != r.remaining()) {
     throw FormatError("time-limited filter lists an impossible number of slices: " + std::to_string(count));
   }
+  std::vector<BitSlice> decoded;  // newest first
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t id = r.u64("slice id");
     const auto record = lookup(id);
     if (!record) throw FormatError("time-limited filter slice " + std::to_string(id) + " is missing");
-    f->slices_.push_back(BitSlice::decode(*record, FilterType::kTimeLimited, id, f->params_.k));
+    decoded.push_back(BitSlice::decode(*record, FilterType::kTimeLimited, id, f->params_.k));
   }
   r.expect_end("time-limited filter metadata");
+  f->restore_slices(std::move(decoded));
   return f;
+}
+
+// Scatters the slices' words into segments, oldest first; each run of equal sizes becomes one segment
+// with exactly as many columns.
+void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded) {
+  for (std::size_t end = decoded.size(); end > 0;) {
+    std::size_t begin = end - 1;
+    while (begin > 0 && decoded[begin - 1].bits == decoded[end - 1].bits) --begin;
+    open_segment(decoded[end - 1].bits, static_cast<std::uint32_t>(end - begin));
+    for (std::size_t i = end; i-- > begin;) {
+      BitSlice& slice = decoded[i];
+      push_front_slice(slice.id, slice.bits, slice.hash_index, true);
+      ColumnSlice& placed = slices_.front();
+      static_cast<BitSlice&>(placed) = std::move(slice);
+      placed.segment->scatter(placed.column, placed.words);
+      for (std::uint64_t w : placed.words) placed.set_bits += static_cast<std::uint64_t>(__builtin_popcountll(w));
+      placed.words = {};
+    }
+    end = begin;
+  }
 }
 
 }  // namespace bloomgate::filters

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
+#include "bloomgate/filters/column_segment.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/fpr.h"
 #include "bloomgate/filters/options.h"
@@ -81,6 +82,12 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
+  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns) const;
+  const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
+  void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
+  void open_segment(std::uint64_t rows, std::uint32_t columns);
+  void grow(detail::ColumnSegment& segment);
+  void restore_slices(std::vector<detail::BitSlice> decoded);
   void prefetch_first_lines(const detail::Probes& probes) const noexcept;
   // Sets *age (when age is not null) for a present key.
   bool test_and_insert_probes(const detail::Probes& probes, TimePoint now, std::optional<Duration>* age = nullptr);
@@ -107,7 +114,9 @@ class TimeLimitedFilter final : public Filter {
   std::uint64_t max_slice_bits_ = 0;
   std::uint64_t max_generation_size_ = 0;
 
-  std::deque<detail::BitSlice> slices_;
+  std::deque<detail::ColumnSlice> slices_;
+  std::vector<std::unique_ptr<detail::ColumnSegment>> segments_;  // oldest first; slices go to the last
+  std::uint64_t layout_version_ = 0;  // bumped whenever a slice's validity may change other than by time
   std::uint64_t generation_size_ = 0;       // g
   std::uint64_t generation_remaining_ = 0;  // the reference's `counter`
   std::uint64_t generation_inserted_ = 0;   // insertions so far in the current generation
@@ -116,6 +125,15 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t latest_now_ns_;              // the clamp: time never runs backwards
   std::uint64_t next_slice_id_ = 1;
   std::vector<std::uint64_t> dropped_slice_ids_;  // since the last persisted checkpoint
+
+  // Which slices are valid (oldest first), for every `now` in (valid_after_ns_, valid_until_ns_] at
+  // layout_version_: slices expire about once per generation, so queries rarely recompute it.
+  mutable std::vector<std::uint64_t> valid_;
+  mutable std::uint64_t valid_version_ = ~std::uint64_t{0};
+  mutable std::int64_t valid_after_ns_ = 0;
+  mutable std::int64_t valid_until_ns_ = 0;
+  mutable bool valid_has_expired_unstamped_ = false;
+  mutable std::vector<std::uint64_t> match_bits_;  // per query: valid slices holding the key's bit
 };
 
 }  // namespace bloomgate::filters
