@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <vector>
+
+#include "bloomgate/filters/column_segment.h"
+
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
 #include "ground_truth.h"
@@ -304,6 +309,69 @@ TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
   EXPECT_EQ(serialize(*restored), serialize(filter));
   for (std::uint64_t key = 0; key < 3000; ++key) {
     ASSERT_EQ(restored->contains(key_name(key), later), filter.contains(key_name(key), later)) << key;
+  }
+}
+
+// The transposed query finds the first run of k ones in a bit vector; b.5 walks the slices. They must
+// give the same window on every pattern (fills from sparse to nearly full, lengths around k).
+struct PatternSlice {
+  bool bit = false;
+  bool test(const detail::Probes&) const noexcept { return bit; }
+};
+
+TEST(TransposedQuery, AgreesWithTheSliceWalkOnRandomPatterns) {
+  std::mt19937_64 rng(81);
+  const detail::Probes probes(KeyHash{1}, 1);
+  for (int trial = 0; trial < 200'000; ++trial) {
+    const auto k = static_cast<std::uint32_t>(1 + rng() % 24);
+    const std::size_t n = k + rng() % 260;
+    const double fill = std::uniform_real_distribution<double>(0.3, 1.0)(rng);
+    std::vector<PatternSlice> slices(n);  // newest first
+    std::vector<std::uint64_t> bits((n + 63) / 64 + 1, 0);  // oldest first
+    for (std::size_t p = 0; p < n; ++p) {
+      slices[p].bit = std::uniform_real_distribution<double>(0.0, 1.0)(rng) < fill;
+      const std::size_t i = n - 1 - p;
+      if (slices[p].bit) bits[i / 64] |= std::uint64_t{1} << (i % 64);
+    }
+    const auto walked = detail::oldest_matching_window(slices, k, probes, [](const PatternSlice&) { return true; });
+    ASSERT_EQ(detail::oldest_window_of_bits(bits, n, k), walked) << "trial " << trial << ", k " << k << ", n " << n;
+  }
+}
+
+// Slices of 2^16 bits or more share segments (sizes within 1/16, rounded up). A filter of that size at a
+// Poisson rate a little off its expected one: no false negatives, FPR within the bound, one segment in the
+// steady state, its checkpoint records restore to the same answers and bytes.
+TEST(TimeLimitedFilter, LargeSlicesShareSegmentsAndKeepTheGuarantees) {
+  const double target = 0.01;
+  const std::uint64_t expected = 400'000;  // slices of 78,720 bits at (12, 88)
+  TimeLimitedFilter filter(tlbf_options(target, seconds(10), expected));
+  const std::vector<Phase> phases = {{seconds(30), 52'000}};  // 416,000 new keys per TTL
+  const auto out = replay(filter, seconds(10), kStart, phases, 0.2, 100'000, true, 91, false);
+  EXPECT_EQ(out.false_negatives, 0U);
+  const TimePoint end = kStart + seconds(30);
+  std::uint64_t false_positives = 0;
+  constexpr std::uint64_t kProbes = 100'000;
+  for (std::uint64_t i = 0; i < kProbes; ++i) false_positives += filter.contains(absent_key_name(i), end) ? 1U : 0U;
+  const double fpr = static_cast<double>(false_positives) / kProbes;
+  const auto stats = filter.stats(end);
+  std::printf("large slices: FPR %.3e, %llu slices, %.2f bits per element, slice sizes %llu to %llu\n", fpr,
+              static_cast<unsigned long long>(stats.slices), stats.bits_per_element,
+              static_cast<unsigned long long>(stats.slice_stats.back().bits),
+              static_cast<unsigned long long>(stats.slice_stats.front().bits));
+  EXPECT_LE(fpr, 1.1 * target);
+  std::uint64_t slice_bits = 0;
+  for (const SliceStats& slice : stats.slice_stats) slice_bits += slice.bits;
+  EXPECT_EQ(stats.slice_stats.front().bits, stats.slice_stats.back().bits) << "one segment";
+  EXPECT_LE(stats.bits, slice_bits + stats.slice_stats.front().bits) << "at most one free column";
+
+  CheckpointStore store;
+  store.checkpoint(filter, ImageScope::kFull);
+  for (int i = 0; i < 1000; ++i) filter.test_and_insert(key_name(5'000'000 + i), end);
+  store.checkpoint(filter, ImageScope::kChangedSinceLastPersist);
+  const auto restored = store.restore();
+  EXPECT_EQ(serialize(*restored), serialize(filter));
+  for (std::uint64_t key = 0; key < 20'000; ++key) {
+    ASSERT_EQ(restored->contains(key_name(key * 37), end), filter.contains(key_name(key * 37), end)) << key;
   }
 }
 

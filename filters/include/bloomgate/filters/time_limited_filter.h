@@ -85,6 +85,7 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns) const;
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
+  std::uint64_t segment_rows(std::uint64_t bits) const;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
   void grow(detail::ColumnSegment& segment);
   void restore_slices(std::vector<detail::BitSlice> decoded);
