@@ -122,18 +122,53 @@ std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t columns) co
   return out;
 }
 
-std::vector<std::uint64_t> ColumnSegment::gather(std::uint32_t column) const {
-  std::vector<std::uint64_t> words((rows_ + 63) / 64, 0);
-  std::uint64_t bit = column;
-  for (std::uint64_t r = 0; r < rows_; ++r, bit += columns_) {
-    words[r >> 6] |= ((cells_[bit >> 6] >> (bit & 63)) & 1U) << (r & 63);
+// Recursive block swaps: at step j, the top-right j x j blocks trade places with the bottom-left ones.
+void transpose64(std::uint64_t* a) noexcept {
+  std::uint64_t mask = 0x00000000FFFFFFFFULL;
+  for (unsigned j = 32; j != 0; j >>= 1, mask ^= mask << j) {
+    for (unsigned k = 0; k < 64; k = ((k | j) + 1) & ~j) {
+      const std::uint64_t t = ((a[k] >> j) ^ a[k | j]) & mask;
+      a[k] ^= t << j;
+      a[k | j] ^= t;
+    }
   }
-  return words;
 }
 
-void ColumnSegment::scatter(std::uint32_t column, const std::vector<std::uint64_t>& words) noexcept {
-  for (std::uint64_t r = 0; r < rows_; ++r) {
-    if (((words[r >> 6] >> (r & 63)) & 1U) != 0) set(r, column);
+std::vector<std::vector<std::uint64_t>> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
+  const std::uint64_t blocks = (rows_ + 63) / 64;
+  std::vector<std::vector<std::uint64_t>> out(columns.size(), std::vector<std::uint64_t>(blocks, 0));
+  std::vector<bool> group_wanted(row_words_, false);
+  for (std::uint32_t c : columns) group_wanted[c / 64] = true;
+  std::uint64_t a[65];
+  for (std::uint64_t b = 0; b < blocks; ++b) {
+    const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - 64 * b);
+    for (std::uint32_t g = 0; g < row_words_; ++g) {
+      if (!group_wanted[g]) continue;
+      for (std::uint64_t i = 0; i < 64; ++i) a[i] = i < in_block ? row_word(64 * b + i, g) : 0;
+      transpose64(a);
+      for (std::size_t n = 0; n < columns.size(); ++n) {
+        if (columns[n] / 64 == g) out[n][b] = a[columns[n] % 64];
+      }
+    }
+  }
+  return out;
+}
+
+void ColumnSegment::scatter(const std::vector<std::uint32_t>& columns,
+                            const std::vector<const std::vector<std::uint64_t>*>& words) {
+  const std::uint64_t blocks = (rows_ + 63) / 64;
+  std::uint64_t a[65];
+  for (std::uint64_t b = 0; b < blocks; ++b) {
+    const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - 64 * b);
+    for (std::uint32_t g = 0; g < row_words_; ++g) {
+      std::fill(a, a + 65, 0);
+      for (std::size_t n = 0; n < columns.size(); ++n) {
+        if (columns[n] / 64 == g) a[columns[n] % 64] = (*words[n])[b];
+      }
+      transpose64(a);
+      const std::uint64_t width = std::min<std::uint64_t>(64, columns_ - 64 * std::uint64_t{g});
+      for (std::uint64_t i = 0; i < in_block; ++i) or_bits(cells_.data(), (64 * b + i) * columns_ + 64 * g, &a[i], 0, width);
+    }
   }
 }
 
@@ -152,12 +187,6 @@ std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t
     return window >= 0 ? window : -1;
   }
   return -1;
-}
-
-std::string ColumnSlice::encode(FilterType type) const {
-  BitSlice record = *this;
-  record.words = segment->gather(column);
-  return record.encode(type);
 }
 
 }  // namespace bloomgate::filters::detail

@@ -488,11 +488,33 @@ FilterImage TimeLimitedFilter::image(ImageScope scope) const {
   for (const BitSlice& slice : slices_) w.u64(slice.id);
   FilterImage out;
   out.meta = encode_record(RecordKind::kMeta, type(), 0, w.take());
-  for (const ColumnSlice& slice : slices_) {
-    if (scope == ImageScope::kFull || slice.dirty) out.slices.push_back({slice.id, slice.encode(type())});
+  std::vector<std::vector<std::uint64_t>> words = slice_words(scope);
+  for (std::size_t p = 0; p < slices_.size(); ++p) {
+    if (scope != ImageScope::kFull && !slices_[p].dirty) continue;
+    BitSlice record = slices_[p];
+    record.words = std::move(words[p]);
+    out.slices.push_back({record.id, record.encode(type())});
   }
   out.dropped_slice_ids = dropped_slice_ids_;
   return out;
+}
+
+// The words of the slices an image writes (by position), gathered one segment at a time.
+std::vector<std::vector<std::uint64_t>> TimeLimitedFilter::slice_words(ImageScope scope) const {
+  std::vector<std::vector<std::uint64_t>> words(slices_.size());
+  for (const auto& segment : segments_) {
+    std::vector<std::size_t> positions;
+    std::vector<std::uint32_t> columns;
+    for (std::size_t p = 0; p < slices_.size(); ++p) {
+      if (slices_[p].segment != segment.get() || (scope != ImageScope::kFull && !slices_[p].dirty)) continue;
+      positions.push_back(p);
+      columns.push_back(slices_[p].column);
+    }
+    if (columns.empty()) continue;
+    auto gathered = segment->gather(columns);
+    for (std::size_t i = 0; i < positions.size(); ++i) words[positions[i]] = std::move(gathered[i]);
+  }
+  return words;
 }
 
 void TimeLimitedFilter::mark_persisted() {
@@ -548,15 +570,18 @@ void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded) {
     std::size_t begin = end - 1;
     while (begin > 0 && decoded[begin - 1].bits == decoded[end - 1].bits) --begin;
     open_segment(decoded[end - 1].bits, static_cast<std::uint32_t>(end - begin));
+    std::vector<std::uint32_t> columns;
+    std::vector<const std::vector<std::uint64_t>*> words;
     for (std::size_t i = end; i-- > begin;) {
-      BitSlice& slice = decoded[i];
-      push_front_slice(slice.id, slice.bits, slice.hash_index, true);
+      push_front_slice(decoded[i].id, decoded[i].bits, decoded[i].hash_index, true);
       ColumnSlice& placed = slices_.front();
-      static_cast<BitSlice&>(placed) = std::move(slice);
-      placed.segment->scatter(placed.column, placed.words);
+      static_cast<BitSlice&>(placed) = std::move(decoded[i]);
       for (std::uint64_t w : placed.words) placed.set_bits += static_cast<std::uint64_t>(__builtin_popcountll(w));
-      placed.words = {};
+      columns.push_back(placed.column);
+      words.push_back(&placed.words);
     }
+    segments_.back()->scatter(columns, words);
+    for (std::size_t i = begin; i < end; ++i) slices_[i - begin].words = {};
     end = begin;
   }
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -335,6 +336,34 @@ TEST(TransposedQuery, AgreesWithTheSliceWalkOnRandomPatterns) {
     }
     const auto walked = detail::oldest_matching_window(slices, k, probes, [](const PatternSlice&) { return true; });
     ASSERT_EQ(detail::oldest_window_of_bits(bits, n, k), walked) << "trial " << trial << ", k " << k << ", n " << n;
+  }
+}
+
+// A checkpoint gathers columns into slice words and a restore scatters them back, 64 x 64 bits at a time:
+// both must agree with the bits one by one, for sizes that are not multiples of 64 and a wrapped ring.
+TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
+  std::mt19937_64 rng(83);
+  for (const std::uint64_t rows : {1000ULL, 4096ULL}) {
+    detail::ColumnSegment segment(rows, 150, 3);
+    for (std::uint32_t c = 0; c < 150; ++c) segment.push(c % 3);
+    for (int i = 0; i < 40; ++i) segment.pop();
+    for (std::uint32_t c = 0; c < 40; ++c) segment.push(c % 3);
+    for (int i = 0; i < 20'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % 150));
+    std::vector<std::uint32_t> columns = {0, 1, 63, 64, 65, 127, 128, 149};
+    const auto words = segment.gather(columns);
+    for (std::size_t n = 0; n < columns.size(); ++n) {
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(((words[n][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, columns[n])) << columns[n] << " " << r;
+      }
+    }
+    detail::ColumnSegment copy(rows, 150, 3);
+    std::vector<const std::vector<std::uint64_t>*> pointers;
+    for (const auto& w : words) pointers.push_back(&w);
+    copy.scatter(columns, pointers);
+    for (std::uint32_t c = 0; c < 150; ++c) {
+      const bool scattered = std::find(columns.begin(), columns.end(), c) != columns.end();
+      for (std::uint64_t r = 0; r < rows; ++r) ASSERT_EQ(copy.test(r, c), scattered && segment.test(r, c)) << c << " " << r;
+    }
   }
 }
 

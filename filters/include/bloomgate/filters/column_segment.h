@@ -64,9 +64,10 @@ class ColumnSegment {
   // The same slices with room for `columns` columns, the oldest moved to column 0.
   std::unique_ptr<ColumnSegment> repacked(std::uint32_t columns) const;
 
-  // A column as a slice's own words (the persisted byte order) and back.
-  std::vector<std::uint64_t> gather(std::uint32_t column) const;
-  void scatter(std::uint32_t column, const std::vector<std::uint64_t>& words) noexcept;
+  // Columns as slices' own words (the persisted byte order), and back into clear columns: one pass over
+  // the segment for all of them, 64 rows by 64 columns at a time.
+  std::vector<std::vector<std::uint64_t>> gather(const std::vector<std::uint32_t>& columns) const;
+  void scatter(const std::vector<std::uint32_t>& columns, const std::vector<const std::vector<std::uint64_t>*>& words);
 
  private:
   std::uint64_t row_word(std::uint64_t row, std::uint32_t word) const noexcept;
@@ -109,8 +110,9 @@ struct ColumnSlice : BitSlice {
   double measured_fill() const noexcept {
     return bits == 0 ? 0.0 : static_cast<double>(set_bits) / static_cast<double>(bits);
   }
-  // The slice record, byte for byte what a BitSlice with these words encodes.
-  std::string encode(FilterType type) const;
 };
+
+// Bit j of a[i] goes to bit i of a[j].
+void transpose64(std::uint64_t* a) noexcept;
 
 }  // namespace bloomgate::filters::detail

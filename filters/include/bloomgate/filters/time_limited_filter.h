@@ -89,6 +89,7 @@ class TimeLimitedFilter final : public Filter {
   void open_segment(std::uint64_t rows, std::uint32_t columns);
   void grow(detail::ColumnSegment& segment);
   void restore_slices(std::vector<detail::BitSlice> decoded);
+  std::vector<std::vector<std::uint64_t>> slice_words(ImageScope scope) const;
   void prefetch_first_lines(const detail::Probes& probes) const noexcept;
   // Sets *age (when age is not null) for a present key.
   bool test_and_insert_probes(const detail::Probes& probes, TimePoint now, std::optional<Duration>* age = nullptr);
