@@ -29,24 +29,24 @@ constexpr std::size_t kRateWindow = 8;
 constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
-// A new slice shares the newest segment's size M (and so its rows) when the size eq (8) asks for is at
-// most M and at least M - M / kShareTolerance; a segment opened for a larger size gets M / kHeadroom
-// more than asked. At a steady rate the sizes of eq (8) jitter by about 1% from slide to slide (measured:
-// 32640 to 33216 bits at 1e-3), so without this every slide would open a segment. Only larger slices
-// are used: eq (5) sizes a generation by the fullest slice of the insertion region, so a smaller slice
-// ends its generations early while a larger one does not lengthen them, and with both the filter kept
-// 5% to 7% more slices and a 5% to 10% higher FPR (measured with the tests' streams). Slices all larger
-// by the same factor r only stretch every generation by r: (r - 1) k/(k+l) more bits per key (0.2% at
-// 1e-3 with r = 1.02) and a lower FPR. Small slices keep their exact size: they are in cache, where a
-// segment saves little, and their sizes are pinned by the format tests.
-constexpr std::uint64_t kShareTolerance = 16;
-constexpr std::uint64_t kHeadroom = 64;
+// A new slice of kMinSharedRows bits or more shares the newest segment's size M (and so its rows) when
+// the size eq (8) asks for is within [M - M / kShareBelow, M + M / kShareAbove]; a segment opened for a
+// new size gets two standard deviations of headroom (segment_rows). At a steady rate the sizes of eq (8)
+// jitter from slide to slide (measured: 32640 to 33216 bits at 1e-3 and 200,000 keys per TTL, about the
+// Poisson noise of the 8 generations eq (6) counts), so without sharing every slide would open a segment.
+// Sharing prefers larger slices: eq (5) sizes a generation by the fullest slice of the insertion region,
+// so a smaller slice ends its generations early while a larger one does not lengthen them; with sizes
+// shared both ways (1/32) the tests' streams kept 5% to 7% more slices at a 5% to 10% higher FPR (1e-4:
+// 1.100e-4). Smaller slices keep their exact size, one column each, the layout they had: they are in
+// cache, where a segment saves little, and their sizes are pinned by the format tests.
+constexpr std::uint64_t kShareBelow = 32;
+constexpr std::uint64_t kShareAbove = 128;
 constexpr std::uint64_t kMinSharedRows = 1ULL << 16;
 
 bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexcept {
-  if (rows == bits) return true;
-  if (exact_size || bits < kMinSharedRows) return false;
-  return bits <= rows && bits >= rows - rows / kShareTolerance;
+  if (exact_size) return rows == bits;
+  if (bits < kMinSharedRows) return false;
+  return bits >= rows - rows / kShareBelow && bits <= rows + rows / kShareAbove;
 }
 
 // More live segments than this (a restore of slices of many sizes, small filters whose sizes all
@@ -105,7 +105,7 @@ void TimeLimitedFilter::reset(std::int64_t now_ns) {
   const std::uint64_t bits =
       segment_rows(std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_));
   const std::uint32_t count = params_.k + params_.l;
-  open_segment(bits, count + 1);
+  open_segment(bits, bits < kMinSharedRows ? count : count + 1);
   for (std::uint32_t p = count; p-- > 0;) push_front_slice(next_slice_id_ + p, bits, p % params_.k, true);
   next_slice_id_ += count;
   slices_[params_.k].stamp_ns = now_ns;
@@ -344,11 +344,14 @@ void TimeLimitedFilter::drop_oldest() {
   ++layout_version_;
 }
 
-// A shared segment gets some headroom over the size asked for, so that the next sizes, jittering around
-// it, fit.
+// Headroom for the sizes to come: two standard deviations of the Poisson noise of eq (6)'s count of
+// 8 generations of g = M ln 2 / k insertions (1.5% for 1 MiB filters, 0.1% for 256 MiB ones).
 std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits) const {
   if (bits < kMinSharedRows) return bits;
-  return std::max(bits, std::min((bits + bits / kHeadroom + 63) / 64 * 64, max_slice_bits_));
+  const double generation = static_cast<double>(bits) * std::log(2.0) / params_.k;
+  const double headroom = 2.0 / std::sqrt(static_cast<double>(kRateWindow) * generation);
+  const auto rows = static_cast<std::uint64_t>(std::ceil(static_cast<double>(bits) * (1 + headroom) / 64)) * 64;
+  return std::max(bits, std::min(rows, max_slice_bits_));
 }
 
 void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) {
