@@ -49,9 +49,10 @@ bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexce
   return bits >= rows - rows / kShareBelow && bits <= rows + rows / kShareAbove;
 }
 
-// More live segments than this (a restore of slices of many sizes, small filters whose sizes all
-// differ): the query walks the slices as b.5 does instead of reading k rows per segment.
-constexpr std::size_t kMaxQueriedSegments = 4;
+// A query reads one row per hash index per segment. When that is more than this many times k (small
+// slices, one column each; a rate change opening a segment every slide or two), it walks the slices as
+// b.5 does instead, which stops at the first few misses.
+constexpr std::uint64_t kMaxRowReadsPerK = 3;
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
   std::int64_t out;
@@ -133,7 +134,7 @@ bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) c
 // b.5's answer from k row reads per segment: the valid slices holding the key's bit, oldest first, then
 // the first run of k of them.
 std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns) const {
-  if (segments_.size() > kMaxQueriedSegments) {
+  if (!read_rows_) {
     return detail::oldest_matching_window(slices_, params_.k, probes,
                                           [&](const BitSlice& slice) { return !expired(slice, now_ns); });
   }
@@ -182,7 +183,7 @@ bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
 // The lines every key needs first: the query's first probe (the oldest window's newest slice, b.5) and the
 // k lines an absent key's insertion writes. The rest of the query depends on what these hold.
 void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcept {
-  if (segments_.size() <= kMaxQueriedSegments) {
+  if (read_rows_) {
     for (const auto& segment : segments_) segment->prefetch(probes);
     return;
   }
@@ -342,6 +343,7 @@ void TimeLimitedFilter::drop_oldest() {
   slices_.pop_back();
   if (segment->live() == 0 && segment != segments_.back().get()) segments_.erase(segments_.begin());
   ++layout_version_;
+  choose_query();
 }
 
 // Headroom for the sizes to come: two standard deviations of the Poisson noise of eq (6)'s count of
@@ -356,6 +358,12 @@ std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits) const {
 
 void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) {
   segments_.push_back(std::make_unique<ColumnSegment>(rows, columns, params_.k));
+}
+
+void TimeLimitedFilter::choose_query() {
+  std::uint64_t row_reads = 0;
+  for (const auto& segment : segments_) row_reads += segment->row_reads();
+  read_rows_ = row_reads <= kMaxRowReadsPerK * params_.k;
 }
 
 // The new slice becomes the newest column of the newest segment when it can share its rows (its size
@@ -375,6 +383,7 @@ void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, s
   slice.column = slice.segment->push(hash_index);
   slices_.push_front(std::move(slice));
   ++layout_version_;
+  choose_query();
 }
 
 // Copies the segment into one with more columns: by half while it holds fewer than k+l+1 slices (a new

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
+#include "bloomgate/filters/huge_page_allocator.h"
 
 namespace bloomgate::filters::detail {
 
@@ -29,6 +30,7 @@ class ColumnSegment {
   std::uint32_t live() const noexcept { return live_; }
   bool full() const noexcept { return live_ == columns_; }
   std::uint64_t cell_bits() const noexcept { return rows_ * columns_; }
+  std::uint32_t row_reads() const noexcept { return live_ < k_ ? live_ : k_; }  // per query
 
   std::uint64_t row_of(const Probes& probes, std::uint32_t hash_index) const noexcept {
     return fast_range(probes.value[hash_index], rows_);
@@ -80,7 +82,9 @@ class ColumnSegment {
   std::uint32_t row_words_;  // ceil(columns / 64)
   std::uint32_t oldest_ = 0;
   std::uint32_t live_ = 0;
-  std::vector<std::uint64_t> cells_;          // rows * columns bits, then two words of padding
+  // rows * columns bits, then padding. A 256 MiB segment on small pages adds a page walk to every row
+  // read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
+  std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> cells_;
   std::vector<std::uint64_t> index_masks_;    // k rows of row_words_: the live columns of hash index j
   std::vector<std::uint32_t> index_used_;     // live columns per hash index
   std::vector<std::uint32_t> column_index_;   // hash index of each column

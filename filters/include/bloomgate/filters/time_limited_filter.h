@@ -74,6 +74,7 @@ class TimeLimitedFilter final : public Filter {
   SlicedParams params() const noexcept { return params_; }
   std::size_t slice_count() const noexcept;
   std::uint64_t generation_size() const noexcept { return generation_size_; }
+  std::size_t segment_count() const noexcept { return segments_.size(); }
 
  private:
   struct Restored {};
@@ -87,6 +88,7 @@ class TimeLimitedFilter final : public Filter {
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   std::uint64_t segment_rows(std::uint64_t bits) const;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
+  void choose_query();
   void grow(detail::ColumnSegment& segment);
   void restore_slices(std::vector<detail::BitSlice> decoded);
   std::vector<std::vector<std::uint64_t>> slice_words(ImageScope scope) const;
@@ -118,6 +120,7 @@ class TimeLimitedFilter final : public Filter {
 
   std::deque<detail::ColumnSlice> slices_;
   std::vector<std::unique_ptr<detail::ColumnSegment>> segments_;  // oldest first; slices go to the last
+  bool read_rows_ = true;  // query by rows (few row reads in all) or by the b.5 walk
   std::uint64_t layout_version_ = 0;  // bumped whenever a slice's validity may change other than by time
   std::uint64_t generation_size_ = 0;       // g
   std::uint64_t generation_remaining_ = 0;  // the reference's `counter`
