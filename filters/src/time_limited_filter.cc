@@ -97,7 +97,9 @@ std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.siz
 
 // Creation state (c.4): k+l slices sized for expected_per_ttl keys per T, S[k] stamped as the end of
 // "generation 0" so the first rate measurement has a reference point.
-// The segment has one column beyond k+l: a steady filter keeps k+l+1 slices most of the time.
+// One segment of k+l columns. A filter that later keeps k+l+1 slices grows it once (grow()); with shared
+// sizes a steady filter keeps k+l: its slices are a little larger than eq (8) asks, so the oldest has
+// expired by the next slide.
 void TimeLimitedFilter::reset(std::int64_t now_ns) {
   for (const BitSlice& slice : slices_) dropped_slice_ids_.push_back(slice.id);
   slices_.clear();
@@ -106,7 +108,7 @@ void TimeLimitedFilter::reset(std::int64_t now_ns) {
   const std::uint64_t bits =
       segment_rows(std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_));
   const std::uint32_t count = params_.k + params_.l;
-  open_segment(bits, bits < kMinSharedRows ? count : count + 1);
+  open_segment(bits, count);
   for (std::uint32_t p = count; p-- > 0;) push_front_slice(next_slice_id_ + p, bits, p % params_.k, true);
   next_slice_id_ += count;
   slices_[params_.k].stamp_ns = now_ns;
