@@ -10,6 +10,14 @@
 // settles at k+l slices. A slice expires when its stamp is older than now - T; expired slices are dropped
 // from the tail, and a still-valid oldest slice makes the filter grow by one slice instead.
 //
+// Storage (column_segment.h): slices of 2^16 bits or more that share one size are the columns of a
+// segment, stored transposed, so a query reads one row per hash index (k independent misses, requested
+// together) instead of walking up to k+l slices one dependent miss after another; it answers exactly as
+// the b.5 walk. To share, eq (8)'s size is rounded to the newest segment's when within -1/32..+1/128 of
+// it (time_limited_filter.cc explains the bias), so at a steady rate all slices live in one segment.
+// Smaller slices keep their exact sizes, one column each, and are queried by the walk. Records are
+// unchanged: each slice is still written and read as its own words.
+//
 // Guarantees: a key inserted at t0 is reported present at every `now` in [t0, t0 + T] (no false negatives
 // within T). From the end of its generation plus T (generations last at most 2T/l) its oldest slice has
 // expired and it fades out: its k-1 younger slices still match, so it stays present only while younger
@@ -30,7 +38,8 @@
 //    the slice count above k+l;
 //  - a generation also ends when it has lasted 2T/l, so a rate drop cannot widen the slack.
 //
-// Thread-safety: none; one filter per partition worker.
+// Thread-safety: none; one filter per partition worker. Const queries (contains) use the filter's scratch
+// buffers and validity cache too, so they need the same single thread.
 #pragma once
 
 #include <cstdint>
