@@ -373,6 +373,8 @@ void TimeLimitedFilter::choose_query() {
 void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
                                          bool exact_size) {
   if (segments_.empty() || !shares_rows(segments_.back()->rows(), bits, exact_size)) {
+    // The newest segment will take no more slices: its free columns would only be memory.
+    if (!segments_.empty() && !segments_.back()->full()) resize(*segments_.back(), segments_.back()->live());
     open_segment(exact_size ? bits : segment_rows(bits), 1);
   }
   ColumnSegment& segment = *segments_.back();
@@ -393,17 +395,19 @@ void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, s
 void TimeLimitedFilter::grow(ColumnSegment& segment) {
   const std::uint32_t steady = params_.k + params_.l + 1;
   const std::uint32_t columns = segment.columns();
-  const std::uint32_t wanted =
-      columns < steady ? std::min(steady, std::max(columns + 1, columns + columns / 2)) : columns + 1;
-  std::unique_ptr<ColumnSegment> bigger = segment.repacked(wanted);
+  resize(segment, columns < steady ? std::min(steady, std::max(columns + 1, columns + columns / 2)) : columns + 1);
+}
+
+void TimeLimitedFilter::resize(ColumnSegment& segment, std::uint32_t columns) {
+  std::unique_ptr<ColumnSegment> copy = segment.repacked(columns);
   std::uint32_t age = 0;
   for (auto slice = slices_.rbegin(); slice != slices_.rend(); ++slice) {
     if (slice->segment != &segment) continue;
-    slice->segment = bigger.get();
-    slice->column = bigger->column_of_age(age++);
+    slice->segment = copy.get();
+    slice->column = copy->column_of_age(age++);
   }
   for (auto& owned : segments_) {
-    if (owned.get() == &segment) owned = std::move(bigger);
+    if (owned.get() == &segment) owned = std::move(copy);
   }
 }
 

@@ -313,6 +313,28 @@ TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
   }
 }
 
+// Forwards to a time-limited filter and records the most segments it had.
+class SegmentCounter final : public Filter {
+ public:
+  SegmentCounter(TimeLimitedFilter& filter, std::size_t& most_segments) : filter_(filter), most_(most_segments) {}
+  FilterType type() const noexcept override { return filter_.type(); }
+  bool test_and_insert(KeyHash key, TimePoint now) override {
+    const bool present = filter_.test_and_insert(key, now);
+    most_ = std::max(most_, filter_.segment_count());
+    return present;
+  }
+  bool contains(KeyHash key, TimePoint now) const override { return filter_.contains(key, now); }
+  FilterStats stats(TimePoint now) const override { return filter_.stats(now); }
+  FilterImage image(ImageScope scope) const override { return filter_.image(scope); }
+  void mark_persisted() override { filter_.mark_persisted(); }
+  using Filter::contains;
+  using Filter::test_and_insert;
+
+ private:
+  TimeLimitedFilter& filter_;
+  std::size_t& most_;
+};
+
 // The transposed query finds the first run of k ones in a bit vector; b.5 walks the slices. They must
 // give the same window on every pattern (fills from sparse to nearly full, lengths around k).
 struct PatternSlice {
@@ -402,6 +424,26 @@ TEST(TimeLimitedFilter, LargeSlicesShareSegmentsAndKeepTheGuarantees) {
   for (std::uint64_t key = 0; key < 20'000; ++key) {
     ASSERT_EQ(restored->contains(key_name(key * 37), end), filter.contains(key_name(key * 37), end)) << key;
   }
+}
+
+// Rate changes move eq (8)'s size out of the shared range, so new segments open, grow and replace the old
+// ones, and for a while the query spans several segments or falls back to the walk: no false negatives.
+TEST(TimeLimitedFilter, LargeSlicesThroughRateChanges) {
+  const std::uint64_t expected = 400'000;
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), expected));
+  const std::vector<Phase> phases = {{seconds(12), 50'000}, {seconds(6), 150'000}, {seconds(12), 20'000},
+                                     {seconds(10), 50'000}};
+  std::size_t most_segments = 0;
+  SegmentCounter probe{filter, most_segments};
+  const auto out = replay(probe, seconds(10), kStart, phases, 0.2, 100'000, true, 93, false);
+  const auto stats = filter.stats(kStart + seconds(40));
+  std::uint64_t slice_bits = 0;
+  for (const SliceStats& slice : stats.slice_stats) slice_bits += slice.bits;
+  std::printf("rate changes: %llu events, at most %zu segments, %zu at the end; memory %.3f x the slices' bits\n",
+              static_cast<unsigned long long>(out.events), most_segments, filter.segment_count(),
+              static_cast<double>(stats.bits) / static_cast<double>(slice_bits));
+  EXPECT_EQ(out.false_negatives, 0U);
+  EXPECT_GT(most_segments, 1U) << "the rate changes opened segments";
 }
 
 }  // namespace

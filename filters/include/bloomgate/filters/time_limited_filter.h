@@ -99,6 +99,7 @@ class TimeLimitedFilter final : public Filter {
   void open_segment(std::uint64_t rows, std::uint32_t columns);
   void choose_query();
   void grow(detail::ColumnSegment& segment);
+  void resize(detail::ColumnSegment& segment, std::uint32_t columns);
   void restore_slices(std::vector<detail::BitSlice> decoded);
   std::vector<std::vector<std::uint64_t>> slice_words(ImageScope scope) const;
   void prefetch_first_lines(const detail::Probes& probes) const noexcept;
