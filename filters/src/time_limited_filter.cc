@@ -189,12 +189,8 @@ void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcep
     for (const auto& segment : segments_) segment->prefetch(probes);
     return;
   }
-  for (std::uint32_t p = 0; p < params_.k; ++p) {
-    const ColumnSlice& slice = slices_[p];
-    slice.segment->prefetch_cell(slice.segment->row_of(probes, slice.hash_index), slice.column);
-  }
-  const ColumnSlice& first = slices_[slices_.size() - params_.k];
-  first.segment->prefetch_cell(first.segment->row_of(probes, first.hash_index), first.column);
+  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
+  slices_[slices_.size() - params_.k].prefetch(probes);
 }
 
 bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, std::optional<Duration>* age) {
@@ -383,8 +379,7 @@ void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, s
   slice.id = id;
   slice.bits = segments_.back()->rows();
   slice.hash_index = hash_index;
-  slice.segment = segments_.back().get();
-  slice.column = slice.segment->push(hash_index);
+  slice.place(segments_.back().get(), segments_.back()->push(hash_index));
   slices_.push_front(std::move(slice));
   ++layout_version_;
   choose_query();
@@ -403,8 +398,7 @@ void TimeLimitedFilter::resize(ColumnSegment& segment, std::uint32_t columns) {
   std::uint32_t age = 0;
   for (auto slice = slices_.rbegin(); slice != slices_.rend(); ++slice) {
     if (slice->segment != &segment) continue;
-    slice->segment = copy.get();
-    slice->column = copy->column_of_age(age++);
+    slice->place(copy.get(), copy->column_of_age(age++));
   }
   for (auto& owned : segments_) {
     if (owned.get() == &segment) owned = std::move(copy);

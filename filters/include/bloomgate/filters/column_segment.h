@@ -31,6 +31,7 @@ class ColumnSegment {
   bool full() const noexcept { return live_ == columns_; }
   std::uint64_t cell_bits() const noexcept { return rows_ * columns_; }
   std::uint32_t row_reads() const noexcept { return live_ < k_ ? live_ : k_; }  // per query
+  std::uint64_t* cells() noexcept { return cells_.data(); }
 
   std::uint64_t row_of(const Probes& probes, std::uint32_t hash_index) const noexcept {
     return fast_range(probes.value[hash_index], rows_);
@@ -49,9 +50,6 @@ class ColumnSegment {
   }
   // Requests the rows of every hash index a live column uses.
   void prefetch(const Probes& probes) const noexcept;
-  void prefetch_cell(std::uint64_t row, std::uint32_t column) const noexcept {
-    __builtin_prefetch(&cells_[(row * columns_ + column) >> 6]);
-  }
 
   // ORs the key's match bits of the live columns, oldest first, into out[offset, offset + live()).
   void match(const Probes& probes, std::uint64_t* out, std::size_t offset) const noexcept;
@@ -100,17 +98,34 @@ std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t
 // column of a segment.
 struct ColumnSlice : BitSlice {
   ColumnSegment* segment = nullptr;
+  // The segment's cells and row length, kept here so the walk over slices reads no segment object.
+  std::uint64_t* cells = nullptr;
+  std::uint32_t stride = 1;
   std::uint32_t column = 0;
   std::uint64_t set_bits = 0;  // kept on insertion, so stats() reads fills without scanning columns
 
+  void place(ColumnSegment* in, std::uint32_t at) noexcept {
+    segment = in;
+    cells = in->cells();
+    stride = in->columns();
+    column = at;
+  }
+  std::uint64_t cell_of(const Probes& probes) const noexcept {
+    return fast_range(probes.value[hash_index], bits) * stride + column;
+  }
   bool test(const Probes& probes) const noexcept {
-    return segment->test(segment->row_of(probes, hash_index), column);
+    const std::uint64_t b = cell_of(probes);
+    return ((cells[b >> 6] >> (b & 63)) & 1U) != 0;
   }
   void set(const Probes& probes) noexcept {
-    if (segment->set(segment->row_of(probes, hash_index), column)) ++set_bits;
+    const std::uint64_t b = cell_of(probes);
+    const std::uint64_t mask = std::uint64_t{1} << (b & 63);
+    if ((cells[b >> 6] & mask) == 0) ++set_bits;
+    cells[b >> 6] |= mask;
     ++insertions;
     dirty = true;
   }
+  void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[cell_of(probes) >> 6]); }
   double measured_fill() const noexcept {
     return bits == 0 ? 0.0 : static_cast<double>(set_bits) / static_cast<double>(bits);
   }
