@@ -97,7 +97,8 @@ std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.siz
 
 // Creation state (c.4): k+l slices sized for expected_per_ttl keys per T, S[k] stamped as the end of
 // "generation 0" so the first rate measurement has a reference point.
-// One segment of k+l columns. A filter that later keeps k+l+1 slices grows it once (grow()); with shared
+// Small slices are one column each, so each retired one frees its memory as before. Larger ones share
+// one segment of k+l columns. A filter that later keeps k+l+1 slices grows it once (grow()); with shared
 // sizes a steady filter keeps k+l: its slices are a little larger than eq (8) asks, so the oldest has
 // expired by the next slide.
 void TimeLimitedFilter::reset(std::int64_t now_ns) {
@@ -108,8 +109,12 @@ void TimeLimitedFilter::reset(std::int64_t now_ns) {
   const std::uint64_t bits =
       segment_rows(std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_));
   const std::uint32_t count = params_.k + params_.l;
-  open_segment(bits, count);
-  for (std::uint32_t p = count; p-- > 0;) push_front_slice(next_slice_id_ + p, bits, p % params_.k, true);
+  const bool shared = bits >= kMinSharedRows;
+  if (shared) open_segment(bits, count);
+  for (std::uint32_t p = count; p-- > 0;) {
+    if (!shared) open_segment(bits, 1);
+    push_front_slice(next_slice_id_ + p, bits, p % params_.k, true);
+  }
   next_slice_id_ += count;
   slices_[params_.k].stamp_ns = now_ns;
   generation_size_ = generation_remaining_ = next_generation_size();
@@ -365,7 +370,7 @@ void TimeLimitedFilter::choose_query() {
 }
 
 // The new slice becomes the newest column of the newest segment when it can share its rows (its size
-// is then the segment's), else of a new segment of exactly its size.
+// is then the segment's), else of a new segment sized by segment_rows() (exactly, for a restore).
 void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
                                          bool exact_size) {
   if (segments_.empty() || !shares_rows(segments_.back()->rows(), bits, exact_size)) {
@@ -575,12 +580,14 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   return f;
 }
 
-// Scatters the slices' words into segments, oldest first; each run of equal sizes becomes one segment
-// with exactly as many columns.
+// Scatters the slices' words into segments, oldest first; each run of equal sizes of 2^16 bits or more
+// becomes one segment with exactly as many columns (free columns are not in the records, so a restored
+// filter may take less memory than the one imaged), each smaller slice a segment of its own.
 void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded) {
   for (std::size_t end = decoded.size(); end > 0;) {
     std::size_t begin = end - 1;
-    while (begin > 0 && decoded[begin - 1].bits == decoded[end - 1].bits) --begin;
+    const std::uint64_t bits = decoded[end - 1].bits;
+    while (begin > 0 && bits >= kMinSharedRows && decoded[begin - 1].bits == bits) --begin;
     open_segment(decoded[end - 1].bits, static_cast<std::uint32_t>(end - begin));
     std::vector<std::uint32_t> columns;
     std::vector<const std::vector<std::uint64_t>*> words;
