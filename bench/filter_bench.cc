@@ -650,6 +650,15 @@ void print_rate(const RateReport& r) {
                 "lines and a repeat at least %u; the split-block filter costs 1\n",
                 entry->name, in.k, in.l, in.slices, in.model_absent_probes, in.k, "", in.model_absent_probes + in.k,
                 in.k);
+    if (entry->type == FilterType::kTimeLimited) {
+      // Slices of 2^16 bits or more sharing a size are stored transposed (column_segment.h): k row reads of
+      // about one column per slice, each within one line or straddling two.
+      const double row_bytes = static_cast<double>(in.slices) / 8;
+      std::printf("  %-16s   that models the b.5 walk (slices under 2^16 bits); larger slices sharing a size form one segment, "
+                  "and a query\n  %-16s   reads k=%u rows of ~%" PRIu64 " bits instead: ~%.1f cache lines, all independent, "
+                  "and the insertion writes the same rows\n",
+                  "", "", in.k, in.slices, in.k * (1 + (row_bytes - 1) / 64));
+    }
   }
   print_batches(r);
   // Baselines, one line per stream they ran on.

@@ -27,6 +27,7 @@
 
 #include "bloomgate/filters/bit_slice.h"
 #include "bloomgate/filters/hash.h"
+#include "bloomgate/filters/huge_page_allocator.h"
 
 namespace bloomgate::bench {
 
@@ -131,7 +132,8 @@ class SplitBlockBloom {
     return m;
   }
 
-  std::vector<Block> blocks_;
+  // The same allocator as the time-limited filter's segments, so out of cache both pay the same page walks.
+  std::vector<Block, filters::detail::HugePageAllocator<Block>> blocks_;
   std::uint64_t insertions_ = 0;
 };
 

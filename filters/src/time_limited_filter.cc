@@ -16,6 +16,8 @@ namespace bloomgate::filters {
 namespace {
 
 using detail::BitSlice;
+using detail::ColumnSegment;
+using detail::ColumnSlice;
 using detail::kUnstamped;
 using detail::Probes;
 
@@ -30,6 +32,36 @@ constexpr std::size_t kRateWindow = 8;
 constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
+// A new slice of kMinSharedRows bits or more shares the newest segment's size M (and so its rows) when
+// the size eq (8) asks for is within [M - M / kShareBelow, M + M / kShareAbove]; a segment opened for a
+// new size gets two standard deviations of headroom (segment_rows). At a steady rate the sizes of eq (8)
+// jitter from slide to slide (measured: 32640 to 33216 bits at 1e-3 and 200,000 keys per TTL, about the
+// Poisson noise of the 8 generations eq (6) counts), so without sharing every slide would open a segment.
+// Sharing prefers larger slices: eq (5) sizes a generation by the fullest slice of the insertion region,
+// so a smaller slice ends its generations early while a larger one does not lengthen them; with sizes
+// shared both ways (1/32) the tests' streams kept 5% to 7% more slices at a 5% to 10% higher FPR (1e-4:
+// 1.100e-4). Smaller slices keep their exact size, one column each, the layout they had: they are in
+// cache, where a segment saves little, and their sizes are pinned by the format tests.
+constexpr std::uint64_t kShareBelow = 32;
+constexpr std::uint64_t kShareAbove = 128;
+constexpr std::uint64_t kMinSharedRows = 1ULL << 16;
+
+bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexcept {
+  if (exact_size) return rows == bits;
+  if (bits < kMinSharedRows) return false;
+  return bits >= rows - rows / kShareBelow && bits <= rows + rows / kShareAbove;
+}
+
+// A query reads one row per hash index per segment. When that is more than this many times k (small
+// slices, one column each; a rate change opening a segment every slide or two), it walks the slices as
+// b.5 does instead, which stops at the first few misses.
+constexpr std::uint64_t kMaxRowReadsPerK = 3;
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t out;
+  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? std::numeric_limits<std::int64_t>::max() : kUnstamped;
+  return out;
+}
 
 // now - then without signed overflow, saturating at the int64 range.
 std::int64_t elapsed(std::int64_t now, std::int64_t then) noexcept {
@@ -68,12 +100,25 @@ std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.siz
 
 // Creation state (c.4): k+l slices sized for expected_per_ttl keys per T, S[k] stamped as the end of
 // "generation 0" so the first rate measurement has a reference point.
+// Small slices are one column each, so each retired one frees its memory as before. Larger ones share
+// one segment of k+l columns. A filter that later keeps k+l+1 slices grows it once (grow()); with shared
+// sizes a steady filter keeps k+l: its slices are a little larger than eq (8) asks, so the oldest has
+// expired by the next slide.
 void TimeLimitedFilter::reset(std::int64_t now_ns) {
   for (const BitSlice& slice : slices_) dropped_slice_ids_.push_back(slice.id);
   slices_.clear();
+  segments_.clear();
   const double per_slice = static_cast<double>(expected_per_ttl_) * params_.k / params_.l;
-  const std::uint64_t bits = std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_);
-  for (std::uint32_t p = 0; p < params_.k + params_.l; ++p) slices_.emplace_back(next_slice_id_++, bits, p % params_.k);
+  const std::uint64_t bits =
+      segment_rows(std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_));
+  const std::uint32_t count = params_.k + params_.l;
+  const bool shared = bits >= kMinSharedRows;
+  if (shared) open_segment(bits, count);
+  for (std::uint32_t p = count; p-- > 0;) {
+    if (!shared) open_segment(bits, 1);
+    push_front_slice(next_slice_id_ + p, bits, p % params_.k, true);
+  }
+  next_slice_id_ += count;
   slices_[params_.k].stamp_ns = now_ns;
   generation_size_ = generation_remaining_ = next_generation_size();
   generation_inserted_ = 0;
@@ -93,8 +138,52 @@ bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) cons
 }
 
 bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) const {
-  return detail::k_consecutive_match(slices_, params_.k, probes,
-                                     [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+  return oldest_window(probes, now_ns) >= 0;
+}
+
+// b.5's answer from k row reads per segment: the valid slices holding the key's bit, oldest first, then
+// the first run of k of them.
+std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns) const {
+  if (!read_rows_) {
+    return detail::oldest_matching_window(slices_, params_.k, probes,
+                                          [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+  }
+  const std::size_t n = slices_.size();
+  const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
+  match_bits_.assign(valid.size(), 0);
+  std::size_t offset = 0;
+  for (const auto& segment : segments_) {
+    segment->match(probes, match_bits_.data(), offset);
+    offset += segment->live();
+  }
+  for (std::size_t w = 0; w < valid.size(); ++w) match_bits_[w] &= valid[w];
+  return detail::oldest_window_of_bits(match_bits_, n, params_.k);
+}
+
+// Recomputed when the layout changed or `now` left the span over which no slice changes state.
+const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now_ns) const {
+  if (valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_) return valid_;
+  const std::size_t n = slices_.size();
+  valid_.assign((n + 63) / 64 + 1, 0);
+  valid_after_ns_ = std::numeric_limits<std::int64_t>::min();
+  valid_until_ns_ = std::numeric_limits<std::int64_t>::max();
+  valid_has_expired_unstamped_ = false;
+  for (std::size_t p = 0; p < n; ++p) {
+    const BitSlice& slice = slices_[p];
+    const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
+    const std::int64_t deadline =
+        stamp == kUnstamped ? std::numeric_limits<std::int64_t>::max() : saturating_add(stamp, ttl_ns_);
+    if (!expired(slice, now_ns)) {
+      const std::size_t i = n - 1 - p;
+      valid_[i / 64] |= std::uint64_t{1} << (i % 64);
+      valid_until_ns_ = std::min(valid_until_ns_, deadline);
+    } else {
+      valid_after_ns_ = std::max(valid_after_ns_, deadline);
+      valid_has_expired_unstamped_ |= slice.stamp_ns == kUnstamped;
+    }
+  }
+  valid_version_ = layout_version_;
+  return valid_;
 }
 
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
@@ -104,6 +193,10 @@ bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
 // The lines every key needs first: the query's first probe (the oldest window's newest slice, b.5) and the
 // k lines an absent key's insertion writes. The rest of the query depends on what these hold.
 void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcept {
+  if (read_rows_) {
+    for (const auto& segment : segments_) segment->prefetch(probes);
+    return;
+  }
   for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
   slices_[slices_.size() - params_.k].prefetch(probes);
 }
@@ -111,8 +204,7 @@ void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcep
 bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const std::int64_t window = detail::oldest_matching_window(
-      slices_, params_.k, probes, [&](const BitSlice& slice) { return !expired(slice, now_ns); });
+  const std::int64_t window = oldest_window(probes, now_ns);
   const bool present = window >= 0;
   if (present && age != nullptr) *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);  // before a slide
   if (!present || refresh_on_duplicate_) insert(probes, now_ns);
@@ -186,12 +278,14 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns) {
   }
   if (generation_remaining_ == 0) slide(now_ns);
   for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].set(probes);
+  if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
   last_insert_ns_ = now_ns;
   ++generation_inserted_;
   if (--generation_remaining_ == 0) {
     BitSlice& leaving = slices_[params_.k - 1];
     leaving.stamp_ns = now_ns;
     leaving.generation_insertions = generation_inserted_;
+    ++layout_version_;
   }
 }
 
@@ -202,6 +296,7 @@ void TimeLimitedFilter::end_generation_early() {
   leaving.generation_insertions = generation_inserted_;
   leaving.dirty = true;
   generation_remaining_ = 0;
+  ++layout_version_;
 }
 
 // c.6 SLIDE: measure the rate (eq 6), retire the expired tail, shift or grow, install a new slice sized
@@ -216,7 +311,7 @@ void TimeLimitedFilter::slide(std::int64_t now_ns) {
   const std::uint64_t bits = std::min(half_fill_slice_bits(static_cast<double>(capacity), 2ULL * params_.k),
                                       max_slice_bits_);
   const std::uint32_t index = (slices_.front().hash_index + params_.k - 1) % params_.k;
-  slices_.emplace_front(next_slice_id_++, bits, index);
+  push_front_slice(next_slice_id_++, bits, index, false);
   generation_size_ = generation_remaining_ = next_generation_size();
   generation_inserted_ = 0;
   generation_start_ns_ = now_ns;
@@ -249,7 +344,73 @@ void TimeLimitedFilter::retire_expired_tail(std::int64_t now_ns) {
 
 void TimeLimitedFilter::drop_oldest() {
   dropped_slice_ids_.push_back(slices_.back().id);
+  ColumnSegment* segment = slices_.back().segment;
+  segment->pop();
   slices_.pop_back();
+  if (segment->live() == 0 && segment != segments_.back().get()) segments_.erase(segments_.begin());
+  ++layout_version_;
+  choose_query();
+}
+
+// Headroom for the sizes to come: two standard deviations of the Poisson noise of eq (6)'s count of
+// 8 generations of g = M ln 2 / k insertions (1.5% for 1 MiB filters, 0.1% for 256 MiB ones).
+std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits) const {
+  if (bits < kMinSharedRows) return bits;
+  const double generation = static_cast<double>(bits) * std::log(2.0) / params_.k;
+  const double headroom = 2.0 / std::sqrt(static_cast<double>(kRateWindow) * generation);
+  const auto rows = static_cast<std::uint64_t>(std::ceil(static_cast<double>(bits) * (1 + headroom) / 64)) * 64;
+  return std::max(bits, std::min(rows, max_slice_bits_));
+}
+
+void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) {
+  segments_.push_back(std::make_unique<ColumnSegment>(rows, columns, params_.k));
+}
+
+void TimeLimitedFilter::choose_query() {
+  std::uint64_t row_reads = 0;
+  for (const auto& segment : segments_) row_reads += segment->row_reads();
+  read_rows_ = row_reads <= kMaxRowReadsPerK * params_.k;
+}
+
+// The new slice becomes the newest column of the newest segment when it can share its rows (its size
+// is then the segment's), else of a new segment sized by segment_rows() (exactly, for a restore).
+void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
+                                         bool exact_size) {
+  if (segments_.empty() || !shares_rows(segments_.back()->rows(), bits, exact_size)) {
+    // The newest segment will take no more slices: its free columns would only be memory.
+    if (!segments_.empty() && !segments_.back()->full()) resize(*segments_.back(), segments_.back()->live());
+    open_segment(exact_size ? bits : segment_rows(bits), 1);
+  }
+  ColumnSegment& segment = *segments_.back();
+  if (segment.full()) grow(segment);
+  ColumnSlice slice;
+  slice.id = id;
+  slice.bits = segments_.back()->rows();
+  slice.hash_index = hash_index;
+  slice.place(segments_.back().get(), segments_.back()->push(hash_index));
+  slices_.push_front(std::move(slice));
+  ++layout_version_;
+  choose_query();
+}
+
+// Copies the segment into one with more columns: by half while it holds fewer than k+l+1 slices (a new
+// size phasing in), then one at a time, so a steady filter ends with as many columns as it keeps slices.
+void TimeLimitedFilter::grow(ColumnSegment& segment) {
+  const std::uint32_t steady = params_.k + params_.l + 1;
+  const std::uint32_t columns = segment.columns();
+  resize(segment, columns < steady ? std::min(steady, std::max(columns + 1, columns + columns / 2)) : columns + 1);
+}
+
+void TimeLimitedFilter::resize(ColumnSegment& segment, std::uint32_t columns) {
+  std::unique_ptr<ColumnSegment> copy = segment.repacked(columns);
+  std::uint32_t age = 0;
+  for (auto slice = slices_.rbegin(); slice != slices_.rend(); ++slice) {
+    if (slice->segment != &segment) continue;
+    slice->place(copy.get(), copy->column_of_age(age++));
+  }
+  for (auto& owned : segments_) {
+    if (owned.get() == &segment) owned = std::move(copy);
+  }
 }
 
 std::uint64_t TimeLimitedFilter::capacity_left(const BitSlice& slice) const {
@@ -309,13 +470,14 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
   s.target_fpr = error_rate_;
   std::vector<double> fill;
   std::int64_t oldest_valid_stamp = kUnstamped;
-  for (const BitSlice& slice : slices_) {
+  for (const ColumnSlice& slice : slices_) {
     const bool is_expired = expired(slice, now_ns);
     s.slice_stats.push_back(detail::slice_stats(slice, is_expired));
+    s.slice_stats.back().fill_ratio = slice.measured_fill();
     fill.push_back(is_expired ? 0.0 : s.slice_stats.back().fill_ratio);
-    s.bits += slice.bits;
     if (!is_expired && slice.stamp_ns != kUnstamped && slice.insertions > 0) oldest_valid_stamp = slice.stamp_ns;
   }
+  for (const auto& segment : segments_) s.bits += segment->cell_bits();  // free columns are memory too
   s.elements = elements_in_window(now_ns);
   s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
   s.estimated_fpr = sliced_fpr(params_.k, fill);
@@ -346,15 +508,37 @@ FilterImage TimeLimitedFilter::image(ImageScope scope) const {
   for (const BitSlice& slice : slices_) w.u64(slice.id);
   FilterImage out;
   out.meta = encode_record(RecordKind::kMeta, type(), 0, w.take());
-  for (const BitSlice& slice : slices_) {
-    if (scope == ImageScope::kFull || slice.dirty) out.slices.push_back({slice.id, slice.encode(type())});
+  std::vector<detail::Words> words = slice_words(scope);
+  for (std::size_t p = 0; p < slices_.size(); ++p) {
+    if (scope != ImageScope::kFull && !slices_[p].dirty) continue;
+    BitSlice record = slices_[p];
+    record.words = std::move(words[p]);
+    out.slices.push_back({record.id, record.encode(type())});
   }
   out.dropped_slice_ids = dropped_slice_ids_;
   return out;
 }
 
+// The words of the slices an image writes (by position), gathered one segment at a time.
+std::vector<detail::Words> TimeLimitedFilter::slice_words(ImageScope scope) const {
+  std::vector<detail::Words> words(slices_.size());
+  for (const auto& segment : segments_) {
+    std::vector<std::size_t> positions;
+    std::vector<std::uint32_t> columns;
+    for (std::size_t p = 0; p < slices_.size(); ++p) {
+      if (slices_[p].segment != segment.get() || (scope != ImageScope::kFull && !slices_[p].dirty)) continue;
+      positions.push_back(p);
+      columns.push_back(slices_[p].column);
+    }
+    if (columns.empty()) continue;
+    auto gathered = segment->gather(columns);
+    for (std::size_t i = 0; i < positions.size(); ++i) words[positions[i]] = std::move(gathered[i]);
+  }
+  return words;
+}
+
 void TimeLimitedFilter::mark_persisted() {
-  for (BitSlice& slice : slices_) slice.dirty = false;
+  for (ColumnSlice& slice : slices_) slice.dirty = false;
   dropped_slice_ids_.clear();
 }
 
@@ -391,19 +575,46 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   for (std::uint64_t& id : ids) id = r.u64("slice id");
   r.expect_end("time-limited filter metadata");
   // The slices are listed newest first; they are looked up in ascending id order (oldest first), the order
-  // a store sorted by id keeps them in, so that it can answer with one forward scan (SliceViews).
+  // a store sorted by id keeps them in, so that it can answer with one forward scan (SliceViews). Their
+  // words are decoded into one arena (slice_memory.h), then scattered into segments by restore_slices.
   std::vector<std::size_t> order(ids.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
-  f->slices_.resize(ids.size());
-  std::shared_ptr<detail::SliceArena> arena;  // the slices' memory (slice_memory.h), sized at the first record
+  std::vector<BitSlice> decoded(ids.size());  // newest first
+  std::shared_ptr<detail::SliceArena> arena;  // sized at the first record (a record is larger than its words)
   for (const std::size_t i : order) {
     const auto record = lookup(ids[i]);
     if (!record) throw FormatError("time-limited filter slice " + std::to_string(ids[i]) + " is missing");
-    if (!arena) arena = detail::SliceArena::create_for(ids.size(), record->size());  // a record > its words
-    f->slices_[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
+    if (!arena) arena = detail::SliceArena::create_for(ids.size(), record->size());
+    decoded[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
   }
+  f->restore_slices(std::move(decoded));
   return f;
+}
+
+// Scatters the slices' words into segments, oldest first; each run of equal sizes of 2^16 bits or more
+// becomes one segment with exactly as many columns (free columns are not in the records, so a restored
+// filter may take less memory than the one imaged), each smaller slice a segment of its own.
+void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded) {
+  for (std::size_t end = decoded.size(); end > 0;) {
+    std::size_t begin = end - 1;
+    const std::uint64_t bits = decoded[end - 1].bits;
+    while (begin > 0 && bits >= kMinSharedRows && decoded[begin - 1].bits == bits) --begin;
+    open_segment(decoded[end - 1].bits, static_cast<std::uint32_t>(end - begin));
+    std::vector<std::uint32_t> columns;
+    std::vector<const std::uint64_t*> words;
+    for (std::size_t i = end; i-- > begin;) {
+      push_front_slice(decoded[i].id, decoded[i].bits, decoded[i].hash_index, true);
+      ColumnSlice& placed = slices_.front();
+      static_cast<BitSlice&>(placed) = std::move(decoded[i]);
+      for (std::uint64_t w : placed.words) placed.set_bits += static_cast<std::uint64_t>(__builtin_popcountll(w));
+      columns.push_back(placed.column);
+      words.push_back(placed.words.data());
+    }
+    segments_.back()->scatter(columns, words);
+    for (std::size_t i = begin; i < end; ++i) slices_[i - begin].words = {};
+    end = begin;
+  }
 }
 
 }  // namespace bloomgate::filters

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bloomgate/filters/column_segment.h"
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
 #include "ground_truth.h"
@@ -350,6 +352,139 @@ TEST(TimeLimitedFilter, RestoresFromViewsAskingInAscendingIdOrder) {
     return std::string_view(it->second);
   });
   EXPECT_THROW(restore(damaged.meta(), damaged_views), FormatError);
+}
+
+// Forwards to a time-limited filter and records the most segments it had.
+class SegmentCounter final : public Filter {
+ public:
+  SegmentCounter(TimeLimitedFilter& filter, std::size_t& most_segments) : filter_(filter), most_(most_segments) {}
+  FilterType type() const noexcept override { return filter_.type(); }
+  bool test_and_insert(KeyHash key, TimePoint now) override {
+    const bool present = filter_.test_and_insert(key, now);
+    most_ = std::max(most_, filter_.segment_count());
+    return present;
+  }
+  bool contains(KeyHash key, TimePoint now) const override { return filter_.contains(key, now); }
+  FilterStats stats(TimePoint now) const override { return filter_.stats(now); }
+  FilterImage image(ImageScope scope) const override { return filter_.image(scope); }
+  void mark_persisted() override { filter_.mark_persisted(); }
+  using Filter::contains;
+  using Filter::test_and_insert;
+
+ private:
+  TimeLimitedFilter& filter_;
+  std::size_t& most_;
+};
+
+// The transposed query finds the first run of k ones in a bit vector; b.5 walks the slices. They must
+// give the same window on every pattern (fills from sparse to nearly full, lengths around k).
+struct PatternSlice {
+  bool bit = false;
+  bool test(const detail::Probes&) const noexcept { return bit; }
+};
+
+TEST(TransposedQuery, AgreesWithTheSliceWalkOnRandomPatterns) {
+  std::mt19937_64 rng(81);
+  const detail::Probes probes(KeyHash{1}, 1);
+  for (int trial = 0; trial < 200'000; ++trial) {
+    const auto k = static_cast<std::uint32_t>(1 + rng() % 24);
+    const std::size_t n = k + rng() % 260;
+    const double fill = std::uniform_real_distribution<double>(0.3, 1.0)(rng);
+    std::vector<PatternSlice> slices(n);  // newest first
+    std::vector<std::uint64_t> bits((n + 63) / 64 + 1, 0);  // oldest first
+    for (std::size_t p = 0; p < n; ++p) {
+      slices[p].bit = std::uniform_real_distribution<double>(0.0, 1.0)(rng) < fill;
+      const std::size_t i = n - 1 - p;
+      if (slices[p].bit) bits[i / 64] |= std::uint64_t{1} << (i % 64);
+    }
+    const auto walked = detail::oldest_matching_window(slices, k, probes, [](const PatternSlice&) { return true; });
+    ASSERT_EQ(detail::oldest_window_of_bits(bits, n, k), walked) << "trial " << trial << ", k " << k << ", n " << n;
+  }
+}
+
+// A checkpoint gathers columns into slice words and a restore scatters them back, 64 x 64 bits at a time:
+// both must agree with the bits one by one, for sizes that are not multiples of 64 and a wrapped ring.
+TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
+  std::mt19937_64 rng(83);
+  for (const std::uint64_t rows : {1000ULL, 4096ULL}) {
+    detail::ColumnSegment segment(rows, 150, 3);
+    for (std::uint32_t c = 0; c < 150; ++c) segment.push(c % 3);
+    for (int i = 0; i < 40; ++i) segment.pop();
+    for (std::uint32_t c = 0; c < 40; ++c) segment.push(c % 3);
+    for (int i = 0; i < 20'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % 150));
+    std::vector<std::uint32_t> columns = {0, 1, 63, 64, 65, 127, 128, 149};
+    const auto words = segment.gather(columns);
+    for (std::size_t n = 0; n < columns.size(); ++n) {
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(((words[n][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, columns[n])) << columns[n] << " " << r;
+      }
+    }
+    detail::ColumnSegment copy(rows, 150, 3);
+    std::vector<const std::uint64_t*> pointers;
+    for (const auto& w : words) pointers.push_back(w.data());
+    copy.scatter(columns, pointers);
+    for (std::uint32_t c = 0; c < 150; ++c) {
+      const bool scattered = std::find(columns.begin(), columns.end(), c) != columns.end();
+      for (std::uint64_t r = 0; r < rows; ++r) ASSERT_EQ(copy.test(r, c), scattered && segment.test(r, c)) << c << " " << r;
+    }
+  }
+}
+
+// Slices of 2^16 bits or more share segments (sizes within 1/16, rounded up). A filter of that size at a
+// Poisson rate a little off its expected one: no false negatives, FPR within the bound, one segment in the
+// steady state, its checkpoint records restore to the same answers and bytes.
+TEST(TimeLimitedFilter, LargeSlicesShareSegmentsAndKeepTheGuarantees) {
+  const double target = 0.01;
+  const std::uint64_t expected = 400'000;  // slices of 78,720 bits at (12, 88)
+  TimeLimitedFilter filter(tlbf_options(target, seconds(10), expected));
+  const std::vector<Phase> phases = {{seconds(30), 52'000}};  // 416,000 new keys per TTL
+  const auto out = replay(filter, seconds(10), kStart, phases, 0.2, 100'000, true, 91, false);
+  EXPECT_EQ(out.false_negatives, 0U);
+  const TimePoint end = kStart + seconds(30);
+  std::uint64_t false_positives = 0;
+  constexpr std::uint64_t kProbes = 100'000;
+  for (std::uint64_t i = 0; i < kProbes; ++i) false_positives += filter.contains(absent_key_name(i), end) ? 1U : 0U;
+  const double fpr = static_cast<double>(false_positives) / kProbes;
+  const auto stats = filter.stats(end);
+  std::printf("large slices: FPR %.3e, %llu slices, %.2f bits per element, slice sizes %llu to %llu\n", fpr,
+              static_cast<unsigned long long>(stats.slices), stats.bits_per_element,
+              static_cast<unsigned long long>(stats.slice_stats.back().bits),
+              static_cast<unsigned long long>(stats.slice_stats.front().bits));
+  EXPECT_LE(fpr, 1.1 * target);
+  std::uint64_t slice_bits = 0;
+  for (const SliceStats& slice : stats.slice_stats) slice_bits += slice.bits;
+  EXPECT_EQ(stats.slice_stats.front().bits, stats.slice_stats.back().bits) << "one segment";
+  EXPECT_LE(stats.bits, slice_bits + stats.slice_stats.front().bits) << "at most one free column";
+
+  CheckpointStore store;
+  store.checkpoint(filter, ImageScope::kFull);
+  for (int i = 0; i < 1000; ++i) filter.test_and_insert(key_name(5'000'000 + i), end);
+  store.checkpoint(filter, ImageScope::kChangedSinceLastPersist);
+  const auto restored = store.restore();
+  EXPECT_EQ(serialize(*restored), serialize(filter));
+  for (std::uint64_t key = 0; key < 20'000; ++key) {
+    ASSERT_EQ(restored->contains(key_name(key * 37), end), filter.contains(key_name(key * 37), end)) << key;
+  }
+}
+
+// Rate changes move eq (8)'s size out of the shared range, so new segments open, grow and replace the old
+// ones, and for a while the query spans several segments or falls back to the walk: no false negatives.
+TEST(TimeLimitedFilter, LargeSlicesThroughRateChanges) {
+  const std::uint64_t expected = 400'000;
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), expected));
+  const std::vector<Phase> phases = {{seconds(12), 50'000}, {seconds(6), 150'000}, {seconds(12), 20'000},
+                                     {seconds(10), 50'000}};
+  std::size_t most_segments = 0;
+  SegmentCounter probe{filter, most_segments};
+  const auto out = replay(probe, seconds(10), kStart, phases, 0.2, 100'000, true, 93, false);
+  const auto stats = filter.stats(kStart + seconds(40));
+  std::uint64_t slice_bits = 0;
+  for (const SliceStats& slice : stats.slice_stats) slice_bits += slice.bits;
+  std::printf("rate changes: %llu events, at most %zu segments, %zu at the end; memory %.3f x the slices' bits\n",
+              static_cast<unsigned long long>(out.events), most_segments, filter.segment_count(),
+              static_cast<double>(stats.bits) / static_cast<double>(slice_bits));
+  EXPECT_EQ(out.false_negatives, 0U);
+  EXPECT_GT(most_segments, 1U) << "the rate changes opened segments";
 }
 
 }  // namespace

@@ -81,16 +81,15 @@ struct BitSlice {
 // (newest first), searching from the oldest window: the index of that window's newest slice, or -1 when
 // there is none. After a miss at position p every window containing p fails, so the search jumps to the
 // window ending just below p and keeps the matches already seen there.
-template <typename IsValid>
-std::int64_t oldest_matching_window(const std::deque<BitSlice>& slices, std::uint32_t k, const Probes& probes,
-                                    IsValid is_valid) {
+template <typename Slices, typename IsValid>
+std::int64_t oldest_matching_window(const Slices& slices, std::uint32_t k, const Probes& probes, IsValid is_valid) {
   const auto n = static_cast<std::int64_t>(slices.size());
   const auto run = static_cast<std::int64_t>(k);
   std::int64_t i = n - run;
   std::int64_t matched_above = 0;
   std::int64_t matched = 0;
   while (i >= 0) {
-    const BitSlice& slice = slices[static_cast<std::size_t>(i)];
+    const auto& slice = slices[static_cast<std::size_t>(i)];
     if (is_valid(slice) && slice.test(probes)) {
       if (matched_above + ++matched == run) return i - matched + 1;
       ++i;

@@ -10,6 +10,14 @@
 // settles at k+l slices. A slice expires when its stamp is older than now - T; expired slices are dropped
 // from the tail, and a still-valid oldest slice makes the filter grow by one slice instead.
 //
+// Storage (column_segment.h): slices of 2^16 bits or more that share one size are the columns of a
+// segment, stored transposed, so a query reads one row per hash index (k independent misses, requested
+// together) instead of walking up to k+l slices one dependent miss after another; it answers exactly as
+// the b.5 walk. To share, eq (8)'s size is rounded to the newest segment's when within -1/32..+1/128 of
+// it (time_limited_filter.cc explains the bias), so at a steady rate all slices live in one segment.
+// Smaller slices keep their exact sizes, one column each, and are queried by the walk. Records are
+// unchanged: each slice is still written and read as its own words.
+//
 // Guarantees: a key inserted at t0 is reported present at every `now` in [t0, t0 + T] (no false negatives
 // within T). From the end of its generation plus T (generations last at most 2T/l) its oldest slice has
 // expired and it fades out: its k-1 younger slices still match, so it stays present only while younger
@@ -30,7 +38,8 @@
 //    the slice count above k+l;
 //  - a generation also ends when it has lasted 2T/l, so a rate drop cannot widen the slack.
 //
-// Thread-safety: none; one filter per partition worker.
+// Thread-safety: none; one filter per partition worker. Const queries (contains) use the filter's scratch
+// buffers and validity cache too, so they need the same single thread.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +48,7 @@
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
+#include "bloomgate/filters/column_segment.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/fpr.h"
 #include "bloomgate/filters/options.h"
@@ -76,6 +86,7 @@ class TimeLimitedFilter final : public Filter {
   SlicedParams params() const noexcept { return params_; }
   std::size_t slice_count() const noexcept;
   std::uint64_t generation_size() const noexcept { return generation_size_; }
+  std::size_t segment_count() const noexcept { return segments_.size(); }
 
  private:
   struct Restored {};
@@ -84,6 +95,16 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
+  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns) const;
+  const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
+  void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
+  std::uint64_t segment_rows(std::uint64_t bits) const;
+  void open_segment(std::uint64_t rows, std::uint32_t columns);
+  void choose_query();
+  void grow(detail::ColumnSegment& segment);
+  void resize(detail::ColumnSegment& segment, std::uint32_t columns);
+  void restore_slices(std::vector<detail::BitSlice> decoded);
+  std::vector<detail::Words> slice_words(ImageScope scope) const;
   void prefetch_first_lines(const detail::Probes& probes) const noexcept;
   // Sets *age (when age is not null) for a present key.
   bool test_and_insert_probes(const detail::Probes& probes, TimePoint now, std::optional<Duration>* age = nullptr);
@@ -110,7 +131,10 @@ class TimeLimitedFilter final : public Filter {
   std::uint64_t max_slice_bits_ = 0;
   std::uint64_t max_generation_size_ = 0;
 
-  std::deque<detail::BitSlice> slices_;
+  std::deque<detail::ColumnSlice> slices_;
+  std::vector<std::unique_ptr<detail::ColumnSegment>> segments_;  // oldest first; slices go to the last
+  bool read_rows_ = true;  // query by rows (few row reads in all) or by the b.5 walk
+  std::uint64_t layout_version_ = 0;  // bumped whenever a slice's validity may change other than by time
   std::uint64_t generation_size_ = 0;       // g
   std::uint64_t generation_remaining_ = 0;  // the reference's `counter`
   std::uint64_t generation_inserted_ = 0;   // insertions so far in the current generation
@@ -119,6 +143,15 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t latest_now_ns_;              // the clamp: time never runs backwards
   std::uint64_t next_slice_id_ = 1;
   std::vector<std::uint64_t> dropped_slice_ids_;  // since the last persisted checkpoint
+
+  // Which slices are valid (oldest first), for every `now` in (valid_after_ns_, valid_until_ns_] at
+  // layout_version_: slices expire about once per generation, so queries rarely recompute it.
+  mutable std::vector<std::uint64_t> valid_;
+  mutable std::uint64_t valid_version_ = ~std::uint64_t{0};
+  mutable std::int64_t valid_after_ns_ = 0;
+  mutable std::int64_t valid_until_ns_ = 0;
+  mutable bool valid_has_expired_unstamped_ = false;
+  mutable std::vector<std::uint64_t> match_bits_;  // per query: valid slices holding the key's bit
 };
 
 }  // namespace bloomgate::filters

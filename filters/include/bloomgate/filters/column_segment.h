@@ -1,0 +1,138 @@
+// File: column_segment.h
+//
+// Internal to filters/ (namespace detail): the transposed ("bit-sliced") storage of the time-limited
+// filter. A segment holds up to C slices of one size M as columns: row r is C bits, bit c of it is bit r
+// of column c. With RedisBloom's mod-k indexing every slice with hash index j tests row
+// fast_range(probe[j], M), so one key's query over all slices of a segment reads k rows, independent of
+// each other, instead of walking up to k+l slices one dependent miss after another; its insertion writes
+// bits of the same k rows.
+//
+// Columns are a ring in age order: the newest slice takes the column after the newest one, and slices
+// leave oldest first, so the live columns are always one contiguous (wrapping) run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bloomgate/filters/bit_slice.h"
+#include "bloomgate/filters/huge_page_allocator.h"
+
+namespace bloomgate::filters::detail {
+
+class ColumnSegment {
+ public:
+  ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uint32_t k);
+
+  std::uint64_t rows() const noexcept { return rows_; }
+  std::uint32_t columns() const noexcept { return columns_; }
+  std::uint32_t live() const noexcept { return live_; }
+  bool full() const noexcept { return live_ == columns_; }
+  std::uint64_t cell_bits() const noexcept { return rows_ * columns_; }
+  std::uint32_t row_reads() const noexcept { return live_ < k_ ? live_ : k_; }  // per query
+  std::uint64_t* cells() noexcept { return cells_.data(); }
+
+  std::uint64_t row_of(const Probes& probes, std::uint32_t hash_index) const noexcept {
+    return fast_range(probes.value[hash_index], rows_);
+  }
+  bool test(std::uint64_t row, std::uint32_t column) const noexcept {
+    const std::uint64_t bit = row * columns_ + column;
+    return ((cells_[bit >> 6] >> (bit & 63)) & 1U) != 0;
+  }
+  // True when the bit was clear, so callers can count set bits without scanning.
+  bool set(std::uint64_t row, std::uint32_t column) noexcept {
+    const std::uint64_t bit = row * columns_ + column;
+    const std::uint64_t mask = std::uint64_t{1} << (bit & 63);
+    const bool was_clear = (cells_[bit >> 6] & mask) == 0;
+    cells_[bit >> 6] |= mask;
+    return was_clear;
+  }
+  // Requests the rows of every hash index a live column uses.
+  void prefetch(const Probes& probes) const noexcept;
+
+  // ORs the key's match bits of the live columns, oldest first, into out[offset, offset + live()).
+  void match(const Probes& probes, std::uint64_t* out, std::size_t offset) const noexcept;
+
+  // Appends the newest column (requires !full()); returns its column number.
+  std::uint32_t push(std::uint32_t hash_index);
+  // Clears and frees the oldest column.
+  void pop() noexcept;
+  std::uint32_t column_of_age(std::uint32_t age_rank) const noexcept {  // 0 = oldest live
+    return static_cast<std::uint32_t>((oldest_ + age_rank) % columns_);
+  }
+  // The same slices with room for `columns` columns, the oldest moved to column 0.
+  std::unique_ptr<ColumnSegment> repacked(std::uint32_t columns) const;
+
+  // Columns as slices' own words (the persisted byte order), and back into clear columns: one pass over
+  // the segment for all of them, 64 rows by 64 columns at a time.
+  std::vector<Words> gather(const std::vector<std::uint32_t>& columns) const;
+  // words[n] points to the (rows + 63) / 64 words of column columns[n].
+  void scatter(const std::vector<std::uint32_t>& columns, const std::vector<const std::uint64_t*>& words);
+
+ private:
+  std::uint64_t row_word(std::uint64_t row, std::uint32_t word) const noexcept;
+  void load_row(std::uint64_t row, std::uint64_t* out) const noexcept;
+  void set_index_bit(std::uint32_t column, std::uint32_t hash_index, bool on) noexcept;
+
+  std::uint64_t rows_;
+  std::uint32_t columns_;
+  std::uint32_t k_;
+  std::uint32_t row_words_;  // ceil(columns / 64)
+  std::uint32_t oldest_ = 0;
+  std::uint32_t live_ = 0;
+  // rows * columns bits, then padding. A 256 MiB segment on small pages adds a page walk to every row
+  // read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
+  std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> cells_;
+  std::vector<std::uint64_t> index_masks_;    // k rows of row_words_: the live columns of hash index j
+  std::vector<std::uint32_t> index_used_;     // live columns per hash index
+  std::vector<std::uint32_t> column_index_;   // hash index of each column
+  mutable std::vector<std::uint64_t> scratch_;  // 2 * row_words_ words
+};
+
+// The first window of k consecutive ones in `bits` (n bits, bit i = the slice at position n-1-i, so
+// oldest first), as oldest_matching_window answers it: the position of that window's newest slice, or -1.
+// `bits` needs one word of zeros past n and is overwritten.
+std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t n, std::uint32_t k) noexcept;
+
+// A slice of the time-limited filter: its metadata is a BitSlice's (words left empty), its bits are a
+// column of a segment.
+struct ColumnSlice : BitSlice {
+  ColumnSegment* segment = nullptr;
+  // The segment's cells and row length, kept here so the walk over slices reads no segment object.
+  std::uint64_t* cells = nullptr;
+  std::uint32_t stride = 1;
+  std::uint32_t column = 0;
+  std::uint64_t set_bits = 0;  // kept on insertion, so stats() reads fills without scanning columns
+
+  void place(ColumnSegment* in, std::uint32_t at) noexcept {
+    segment = in;
+    cells = in->cells();
+    stride = in->columns();
+    column = at;
+  }
+  std::uint64_t cell_of(const Probes& probes) const noexcept {
+    return fast_range(probes.value[hash_index], bits) * stride + column;
+  }
+  bool test(const Probes& probes) const noexcept {
+    const std::uint64_t b = cell_of(probes);
+    return ((cells[b >> 6] >> (b & 63)) & 1U) != 0;
+  }
+  void set(const Probes& probes) noexcept {
+    const std::uint64_t b = cell_of(probes);
+    const std::uint64_t mask = std::uint64_t{1} << (b & 63);
+    if ((cells[b >> 6] & mask) == 0) ++set_bits;
+    cells[b >> 6] |= mask;
+    ++insertions;
+    dirty = true;
+  }
+  void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[cell_of(probes) >> 6]); }
+  double measured_fill() const noexcept {
+    return bits == 0 ? 0.0 : static_cast<double>(set_bits) / static_cast<double>(bits);
+  }
+};
+
+// Bit j of a[i] goes to bit i of a[j].
+void transpose64(std::uint64_t* a) noexcept;
+
+}  // namespace bloomgate::filters::detail

@@ -1,0 +1,192 @@
+#include "bloomgate/filters/column_segment.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace bloomgate::filters::detail {
+namespace {
+
+// Padding past the last row: a row read takes the word after the one it starts in.
+constexpr std::size_t kPadWords = 3;
+
+std::uint64_t low_bits(std::size_t n) noexcept { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
+
+// 64 bits of `src` from bit `bit` on; reads src[bit / 64 + 1], which must exist.
+std::uint64_t bits_at(const std::uint64_t* src, std::uint64_t bit) noexcept {
+  const std::uint64_t* p = src + (bit >> 6);
+  const unsigned shift = bit & 63;
+  // (x << 1) << (63 - shift) is x << (64 - shift) without the undefined shift by 64 when shift is 0.
+  return (p[0] >> shift) | ((p[1] << 1) << (63 - shift));
+}
+
+// ORs `count` bits of `src` from bit `from` into `dst` from bit `to`.
+void or_bits(std::uint64_t* dst, std::uint64_t to, const std::uint64_t* src, std::uint64_t from,
+             std::uint64_t count) noexcept {
+  for (std::uint64_t done = 0; done < count; done += 64) {
+    const std::uint64_t n = std::min<std::uint64_t>(64, count - done);
+    const std::uint64_t x = bits_at(src, from + done) & low_bits(n);
+    const std::uint64_t at = to + done;
+    const unsigned shift = at & 63;
+    dst[at >> 6] |= x << shift;
+    if (shift != 0 && shift + n > 64) dst[(at >> 6) + 1] |= x >> (64 - shift);
+  }
+}
+
+}  // namespace
+
+ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uint32_t k)
+    : rows_(rows),
+      columns_(columns),
+      k_(k),
+      row_words_((columns + 63) / 64),
+      cells_((rows * columns + 63) / 64 + kPadWords, 0),
+      index_masks_(static_cast<std::size_t>(k) * row_words_, 0),
+      index_used_(k, 0),
+      column_index_(columns, 0),
+      scratch_(2 * (row_words_ + 1), 0) {}
+
+std::uint64_t ColumnSegment::row_word(std::uint64_t row, std::uint32_t word) const noexcept {
+  return bits_at(cells_.data(), row * columns_ + 64 * std::uint64_t{word});
+}
+
+// Bits past the last column come from the next row; the index masks are zero there.
+void ColumnSegment::load_row(std::uint64_t row, std::uint64_t* out) const noexcept {
+  for (std::uint32_t w = 0; w < row_words_; ++w) out[w] = row_word(row, w);
+}
+
+void ColumnSegment::prefetch(const Probes& probes) const noexcept {
+  const auto* bytes = reinterpret_cast<const char*>(cells_.data());
+  for (std::uint32_t j = 0; j < k_; ++j) {
+    if (index_used_[j] == 0) continue;
+    const std::uint64_t first = row_of(probes, j) * columns_;
+    __builtin_prefetch(bytes + (first >> 3));
+    __builtin_prefetch(bytes + ((first + columns_ - 1) >> 3));
+  }
+}
+
+void ColumnSegment::match(const Probes& probes, std::uint64_t* out, std::size_t offset) const noexcept {
+  std::uint64_t* acc = scratch_.data();
+  std::uint64_t* row = acc + row_words_ + 1;
+  std::fill(acc, acc + row_words_ + 1, 0);
+  for (std::uint32_t j = 0; j < k_; ++j) {
+    if (index_used_[j] == 0) continue;
+    load_row(row_of(probes, j), row);
+    const std::uint64_t* mask = &index_masks_[static_cast<std::size_t>(j) * row_words_];
+    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= row[w] & mask[w];
+  }
+  const std::uint32_t to_end = std::min(live_, columns_ - oldest_);
+  or_bits(out, offset, acc, oldest_, to_end);
+  or_bits(out, offset + to_end, acc, 0, live_ - to_end);
+}
+
+void ColumnSegment::set_index_bit(std::uint32_t column, std::uint32_t hash_index, bool on) noexcept {
+  std::uint64_t& word = index_masks_[static_cast<std::size_t>(hash_index) * row_words_ + column / 64];
+  const std::uint64_t bit = std::uint64_t{1} << (column % 64);
+  word = on ? (word | bit) : (word & ~bit);
+  if (on) {
+    ++index_used_[hash_index];
+  } else {
+    --index_used_[hash_index];
+  }
+}
+
+std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
+  const std::uint32_t column = column_of_age(live_);
+  column_index_[column] = hash_index;
+  set_index_bit(column, hash_index, true);
+  ++live_;
+  return column;
+}
+
+// One bit per row, so this touches every line of the segment: once per generation.
+void ColumnSegment::pop() noexcept {
+  const std::uint32_t column = oldest_;
+  std::uint64_t bit = column;
+  for (std::uint64_t r = 0; r < rows_; ++r, bit += columns_) cells_[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
+  set_index_bit(column, column_index_[column], false);
+  oldest_ = (oldest_ + 1) % columns_;
+  --live_;
+}
+
+std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t columns) const {
+  auto out = std::make_unique<ColumnSegment>(rows_, columns, k_);
+  std::vector<std::uint64_t> row(row_words_ + 1, 0);
+  const std::uint32_t to_end = std::min(live_, columns_ - oldest_);
+  for (std::uint64_t r = 0; r < rows_; ++r) {
+    load_row(r, row.data());
+    row[row_words_ - 1] &= low_bits(columns_ - 64 * (row_words_ - 1));
+    or_bits(out->cells_.data(), r * columns, row.data(), oldest_, to_end);
+    or_bits(out->cells_.data(), r * columns + to_end, row.data(), 0, live_ - to_end);
+  }
+  for (std::uint32_t age = 0; age < live_; ++age) out->push(column_index_[column_of_age(age)]);
+  return out;
+}
+
+// Recursive block swaps: at step j, the top-right j x j blocks trade places with the bottom-left ones.
+void transpose64(std::uint64_t* a) noexcept {
+  std::uint64_t mask = 0x00000000FFFFFFFFULL;
+  for (unsigned j = 32; j != 0; j >>= 1, mask ^= mask << j) {
+    for (unsigned k = 0; k < 64; k = ((k | j) + 1) & ~j) {
+      const std::uint64_t t = ((a[k] >> j) ^ a[k | j]) & mask;
+      a[k] ^= t << j;
+      a[k | j] ^= t;
+    }
+  }
+}
+
+std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
+  const std::uint64_t blocks = (rows_ + 63) / 64;
+  std::vector<Words> out(columns.size(), Words(blocks, 0));
+  std::vector<bool> group_wanted(row_words_, false);
+  for (std::uint32_t c : columns) group_wanted[c / 64] = true;
+  std::uint64_t a[65];
+  for (std::uint64_t b = 0; b < blocks; ++b) {
+    const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - 64 * b);
+    for (std::uint32_t g = 0; g < row_words_; ++g) {
+      if (!group_wanted[g]) continue;
+      for (std::uint64_t i = 0; i < 64; ++i) a[i] = i < in_block ? row_word(64 * b + i, g) : 0;
+      transpose64(a);
+      for (std::size_t n = 0; n < columns.size(); ++n) {
+        if (columns[n] / 64 == g) out[n][b] = a[columns[n] % 64];
+      }
+    }
+  }
+  return out;
+}
+
+void ColumnSegment::scatter(const std::vector<std::uint32_t>& columns,
+                            const std::vector<const std::uint64_t*>& words) {
+  const std::uint64_t blocks = (rows_ + 63) / 64;
+  std::uint64_t a[65];
+  for (std::uint64_t b = 0; b < blocks; ++b) {
+    const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - 64 * b);
+    for (std::uint32_t g = 0; g < row_words_; ++g) {
+      std::fill(a, a + 65, 0);
+      for (std::size_t n = 0; n < columns.size(); ++n) {
+        if (columns[n] / 64 == g) a[columns[n] % 64] = words[n][b];
+      }
+      transpose64(a);
+      const std::uint64_t width = std::min<std::uint64_t>(64, columns_ - 64 * std::uint64_t{g});
+      for (std::uint64_t i = 0; i < in_block; ++i) or_bits(cells_.data(), (64 * b + i) * columns_ + 64 * g, &a[i], 0, width);
+    }
+  }
+}
+
+// Doubling: after the step that brings `run` to n, bit i is set when bits i..i+n-1 all were.
+std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t n, std::uint32_t k) noexcept {
+  const std::size_t words = (n + 63) / 64;
+  for (std::uint32_t run = 1; run < k;) {
+    const std::uint32_t step = std::min(run, k - run);
+    for (std::size_t w = 0; w < words; ++w) bits[w] &= (bits[w] >> step) | (bits[w + 1] << (64 - step));
+    run += step;
+  }
+  for (std::size_t w = 0; w < words; ++w) {
+    if (bits[w] == 0) continue;
+    const auto i = static_cast<std::int64_t>(64 * w + static_cast<std::size_t>(std::countr_zero(bits[w])));
+    const auto window = static_cast<std::int64_t>(n) - static_cast<std::int64_t>(k) - i;
+    return window >= 0 ? window : -1;
+  }
+  return -1;
+}
+
+}  // namespace bloomgate::filters::detail
