@@ -7,13 +7,13 @@
 #include <optional>
 #include <utility>
 
+#include "popcount.h"
+
 namespace bloomgate::filters::detail {
 
 double BitSlice::measured_fill() const noexcept {
   if (bits == 0) return 0.0;
-  std::uint64_t set_bits = 0;
-  for (std::uint64_t w : words) set_bits += static_cast<std::uint64_t>(__builtin_popcountll(w));
-  return static_cast<double>(set_bits) / static_cast<double>(bits);
+  return static_cast<double>(popcount_words(words.data(), words.size())) / static_cast<double>(bits);
 }
 
 std::string BitSlice::encode(FilterType type) const {

@@ -13,12 +13,6 @@
 namespace bloomgate::filters {
 namespace detail {
 
-std::uint64_t popcount_words(const std::uint64_t* words, std::size_t count) noexcept {
-  std::uint64_t total = 0;
-  for (std::size_t i = 0; i < count; ++i) total += static_cast<std::uint64_t>(__builtin_popcountll(words[i]));
-  return total;
-}
-
 std::optional<BloomGeometry> BloomGeometry::plan(std::uint64_t capacity, double error_rate,
                                                  std::uint64_t max_bits) {
   if (capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0)) return std::nullopt;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 namespace bloomgate::filters::detail {
 namespace {
@@ -122,16 +123,47 @@ std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t columns) co
   return out;
 }
 
-// Recursive block swaps: at step j, the top-right j x j blocks trade places with the bottom-left ones.
-void transpose64(std::uint64_t* a) noexcept {
-  std::uint64_t mask = 0x00000000FFFFFFFFULL;
-  for (unsigned j = 32; j != 0; j >>= 1, mask ^= mask << j) {
-    for (unsigned k = 0; k < 64; k = ((k | j) + 1) & ~j) {
-      const std::uint64_t t = ((a[k] >> j) ^ a[k | j]) & mask;
-      a[k] ^= t << j;
-      a[k | j] ^= t;
+// Recursive block swaps: at step J, the top-right J x J blocks trade places with the bottom-left ones. The
+// steps with J >= 4 work on four words at a time (GCC vector extensions; AVX2 where the CPU has it, chosen at
+// load time): a restore transposes every 64 x 64 block of a filter, and the scalar form was most of it.
+using FourWords = std::uint64_t __attribute__((vector_size(32)));
+
+template <unsigned J, std::uint64_t Mask>
+inline void wide_swap_step(std::uint64_t* a) noexcept {
+  for (unsigned base = 0; base < 64; base += 2 * J) {
+    for (unsigned i = base; i < base + J; i += 4) {
+      FourWords x;
+      FourWords y;
+      std::memcpy(&x, a + i, sizeof x);
+      std::memcpy(&y, a + i + J, sizeof y);
+      const FourWords t = ((x >> J) ^ y) & Mask;
+      x ^= t << J;
+      y ^= t;
+      std::memcpy(a + i, &x, sizeof x);
+      std::memcpy(a + i + J, &y, sizeof y);
     }
   }
+}
+
+template <unsigned J, std::uint64_t Mask>
+inline void swap_step(std::uint64_t* a) noexcept {
+  for (unsigned base = 0; base < 64; base += 2 * J) {
+    for (unsigned i = base; i < base + J; ++i) {
+      const std::uint64_t t = ((a[i] >> J) ^ a[i + J]) & Mask;
+      a[i] ^= t << J;
+      a[i + J] ^= t;
+    }
+  }
+}
+
+__attribute__((target_clones("avx2", "default")))
+void transpose64(std::uint64_t* a) noexcept {
+  wide_swap_step<32, 0x00000000FFFFFFFFULL>(a);
+  wide_swap_step<16, 0x0000FFFF0000FFFFULL>(a);
+  wide_swap_step<8, 0x00FF00FF00FF00FFULL>(a);
+  wide_swap_step<4, 0x0F0F0F0F0F0F0F0FULL>(a);
+  swap_step<2, 0x3333333333333333ULL>(a);
+  swap_step<1, 0x5555555555555555ULL>(a);
 }
 
 std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
@@ -154,21 +186,36 @@ std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& colum
   return out;
 }
 
+// Rows 64b .. 64b+63 are exactly the words [b*C, (b+1)*C) of the cells (64 rows of C bits), so each block
+// is written front to back, row after row, from one 64 x 64 transpose per column group: a restore scatters a
+// whole filter, and per-row unaligned ORs took most of its time.
 void ColumnSegment::scatter(const std::vector<std::uint32_t>& columns,
                             const std::vector<const std::uint64_t*>& words) {
   const std::uint64_t blocks = (rows_ + 63) / 64;
-  std::uint64_t a[65];
+  std::vector<std::uint64_t> transposed(std::size_t{row_words_} * 64);
   for (std::uint64_t b = 0; b < blocks; ++b) {
+    std::fill(transposed.begin(), transposed.end(), 0);
+    for (std::size_t n = 0; n < columns.size(); ++n) transposed[columns[n]] = words[n][b];
+    for (std::uint32_t g = 0; g < row_words_; ++g) transpose64(&transposed[std::size_t{g} * 64]);
     const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - 64 * b);
-    for (std::uint32_t g = 0; g < row_words_; ++g) {
-      std::fill(a, a + 65, 0);
-      for (std::size_t n = 0; n < columns.size(); ++n) {
-        if (columns[n] / 64 == g) a[columns[n] % 64] = words[n][b];
+    std::uint64_t* out = cells_.data() + b * columns_;
+    std::uint64_t pending = 0;  // bits not yet ORed into *out, `filled` of them
+    unsigned filled = 0;
+    for (std::uint64_t i = 0; i < in_block; ++i) {
+      for (std::uint32_t g = 0; g < row_words_; ++g) {
+        const auto width = static_cast<unsigned>(std::min<std::uint64_t>(64, columns_ - 64 * std::uint64_t{g}));
+        const std::uint64_t x = transposed[std::size_t{g} * 64 + i] & low_bits(width);
+        pending |= x << filled;
+        if (filled + width < 64) {
+          filled += width;
+          continue;
+        }
+        *out++ |= pending;
+        pending = filled == 0 ? 0 : x >> (64 - filled);
+        filled = filled + width - 64;
       }
-      transpose64(a);
-      const std::uint64_t width = std::min<std::uint64_t>(64, columns_ - 64 * std::uint64_t{g});
-      for (std::uint64_t i = 0; i < in_block; ++i) or_bits(cells_.data(), (64 * b + i) * columns_ + 64 * g, &a[i], 0, width);
     }
+    if (filled != 0) *out |= pending;
   }
 }
 

@@ -3,6 +3,8 @@
 // the last persist. Each page is persisted as one slice record whose id is the page index + 1.
 #pragma once
 
+#include "popcount.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -32,11 +34,7 @@ class PagedWords {
   }
   const std::uint64_t* data() const noexcept { return words_.data(); }
 
-  std::uint64_t popcount() const noexcept {
-    std::uint64_t total = 0;
-    for (std::uint64_t w : words_) total += static_cast<std::uint64_t>(__builtin_popcountll(w));
-    return total;
-  }
+  std::uint64_t popcount() const noexcept { return popcount_words(words_.data(), words_.size()); }
 
   // Appends one slice record per page (all pages, or only dirty ones) to `image`.
   void append_pages(FilterType type, ImageScope scope, FilterImage& image) const {

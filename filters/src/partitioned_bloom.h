@@ -33,6 +33,7 @@
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/hash.h"
 #include "paged_words.h"
+#include "popcount.h"
 
 namespace bloomgate::filters::detail {
 
@@ -132,9 +133,6 @@ class PartitionedBloom {
   PagedWords words_;
   std::uint64_t insertions_ = 0;
 };
-
-// Set bits among `count` words starting at `words`.
-std::uint64_t popcount_words(const std::uint64_t* words, std::size_t count) noexcept;
 
 // Throws FormatError unless `meta` is the metadata record of a filter of `type`.
 void expect_meta_record(const Record& meta, FilterType type);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
+#include "popcount.h"
 
 namespace bloomgate::filters {
 namespace {
@@ -607,7 +608,7 @@ void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded) {
       push_front_slice(decoded[i].id, decoded[i].bits, decoded[i].hash_index, true);
       ColumnSlice& placed = slices_.front();
       static_cast<BitSlice&>(placed) = std::move(decoded[i]);
-      for (std::uint64_t w : placed.words) placed.set_bits += static_cast<std::uint64_t>(__builtin_popcountll(w));
+      placed.set_bits = detail::popcount_words(placed.words.data(), placed.words.size());
       columns.push_back(placed.column);
       words.push_back(placed.words.data());
     }
