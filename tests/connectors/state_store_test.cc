@@ -451,11 +451,9 @@ TEST(StateStore, SecondProcessIsLockedOut) {
   EXPECT_NE(StateStore::open(dir), nullptr) << "the lock goes with the process";
 }
 
-// Damaged table files: open refuses (kCorrupt) or every read of damaged data throws kCorrupt; whatever
-// reads succeed return exactly what was written.
-TEST(StateStore, DamagedTableFilesAreReportedAsCorrupt) {
-  TempDir tmp;
-  const std::string dir = tmp.path("state");
+// Checkpoints four partitions' filters, flushes them to table files and overwrites 64 bytes in the middle
+// of each table file; returns what each partition held.
+std::map<PartitionId, std::string> write_then_damage_tables(const std::string& dir) {
   std::map<PartitionId, std::string> expected;
   {
     const auto store = StateStore::open(dir);
@@ -469,15 +467,28 @@ TEST(StateStore, DamagedTableFilesAreReportedAsCorrupt) {
     store->flush();
   }
   const auto tables = files_with_extension(dir, ".sst");
-  ASSERT_FALSE(tables.empty()) << "flush() wrote no table file";
+  EXPECT_FALSE(tables.empty()) << "flush() wrote no table file";
   for (const auto& table : tables) flip_bytes(table, fs::file_size(table) / 2, 64);
+  return expected;
+}
 
-  std::unique_ptr<StateStore> store;
+// The store over damaged table files, or nullptr when open() already reports them (as kCorrupt).
+std::unique_ptr<StateStore> open_damaged(const std::string& dir) {
   try {
-    store = StateStore::open(dir);
+    return StateStore::open(dir);
   } catch (const StateStoreError& e) {
     EXPECT_EQ(e.kind(), Kind::kCorrupt) << e.what();
+    return nullptr;
   }
+}
+
+// Damaged table files: open refuses (kCorrupt) or every read of damaged data throws kCorrupt; whatever
+// reads succeed return exactly what was written.
+TEST(StateStore, DamagedTableFilesAreReportedAsCorrupt) {
+  TempDir tmp;
+  const std::string dir = tmp.path("state");
+  const std::map<PartitionId, std::string> expected = write_then_damage_tables(dir);
+  std::unique_ptr<StateStore> store = open_damaged(dir);
   std::size_t detected = store ? 0 : 1;
   for (const auto& [id, blob] : expected) {
     if (!store) break;
@@ -572,28 +583,8 @@ TEST(StateStore, RestoreFilterBuildsTheSameFilterFromViewsOfTheStoredSlices) {
 TEST(StateStore, RestoreFilterReportsDamagedTableFilesAsCorrupt) {
   TempDir tmp;
   const std::string dir = tmp.path("state");
-  std::map<PartitionId, std::string> expected;
-  {
-    const auto store = StateStore::open(dir);
-    for (std::int32_t p = 0; p < 4; ++p) {
-      const PartitionId id{"events", p};
-      const auto filter = filters::make_filter(tlbf_options());
-      const TimePoint now = insert_keys(*filter, to_string(id), 0, 5'000, kStart, milliseconds(2));
-      checkpoint(*store, *filter, make_checkpoint(id, p + 1, now));
-      expected.emplace(id, filters::serialize(*filter));
-    }
-    store->flush();
-  }
-  const auto tables = files_with_extension(dir, ".sst");
-  ASSERT_FALSE(tables.empty()) << "flush() wrote no table file";
-  for (const auto& table : tables) flip_bytes(table, fs::file_size(table) / 2, 64);
-
-  std::unique_ptr<StateStore> store;
-  try {
-    store = StateStore::open(dir);
-  } catch (const StateStoreError& e) {
-    EXPECT_EQ(e.kind(), Kind::kCorrupt) << e.what();
-  }
+  const std::map<PartitionId, std::string> expected = write_then_damage_tables(dir);
+  std::unique_ptr<StateStore> store = open_damaged(dir);
   std::size_t detected = store ? 0 : 1;
   for (const auto& [id, blob] : expected) {
     if (!store) break;
