@@ -413,6 +413,14 @@ RunFigures figures_of(const std::vector<progress::Sample>& samples, const Option
   }
   RunFigures f;
   const progress::Sample* end = last != nullptr ? last : final;
+  if ((first == nullptr || end == nullptr || end->consumed <= first->consumed) && samples.size() >= 2) {
+    // A run so short that no sample fell between the warm-up and the end (a smoke run consumes 8,000
+    // events in a few ms): measure from the first event to the last rather than report nothing.
+    std::fprintf(stderr, "service_bench: %s: no sample after the warm-up; measured from the first event to the last\n",
+                 label);
+    first = &samples.front();
+    end = &samples.back();
+  }
   if (first == nullptr || end == nullptr || end->consumed <= first->consumed) return f;
   f.span_events = end->consumed - first->consumed;
   f.span_seconds = seconds_between(first->time, end->time);
