@@ -95,8 +95,9 @@ TEST(Operations, AStopMidStreamAndARestartReplayNothing) {
         ASSERT_EQ(producer.join(), "");
         EXPECT_TRUE(wait_until_restored(service, 4)) << "the last run was not assigned its partitions";
         EXPECT_TRUE(wait_until_committed_to_end(broker, "clean-stop", "orders", std::chrono::seconds(40)));
-      } else {
-        EXPECT_TRUE(service.wait_until_consumed(2'000)) << "run " << run;
+      } else {  // 2,000 events into the run, or all that are left when a slow group join let the stream run ahead
+        const std::uint64_t left = events.size() - std::min<std::uint64_t>(consumed, events.size());
+        EXPECT_TRUE(service.wait_until_consumed(std::min<std::uint64_t>(2'000, left))) << "run " << run;
       }
       const std::optional<RunResult> result = service.stop();
       ASSERT_TRUE(result && result->exit_code == 0) << "run " << run << ": " << describe(result);
@@ -142,7 +143,8 @@ TEST(Operations, SigtermMidStreamAndARestartOfTheBinaryReplayNothing) {
         EXPECT_TRUE(wait_for_log(bloomgate, "restored from the checkpoint", 4)) << bloomgate.output();
         EXPECT_TRUE(wait_until_committed_to_end(broker, "sigterm", "orders", std::chrono::seconds(40)));
       } else {
-        EXPECT_TRUE(wait_for_output(broker, "orders-unique", output_records(broker) + 1'500)) << "run " << run;
+        const std::int64_t target = std::min(output_records(broker) + 1'500, distinct_keys(events));
+        EXPECT_TRUE(wait_for_output(broker, "orders-unique", target)) << "run " << run;
       }
       bloomgate.signal(SIGTERM);
       const std::optional<int> exit_code = bloomgate.wait(kWaitLimit);
@@ -186,7 +188,7 @@ TEST(Operations, TwoInstancesOneKilledOneStoppedNeitherLoseNorDuplicate) {
   std::mt19937_64 random(kTwoInstancesKillSeed);
   std::uniform_int_distribution<std::int64_t> growth(500, 2'500);
   const auto grow = [&](const std::string& what) {
-    const std::int64_t target = output_records(broker) + growth(random);
+    const std::int64_t target = std::min(output_records(broker) + growth(random), distinct_keys(events));
     const bool reached = wait_for_output(broker, "orders-unique", target);
     std::cout << what << " at " << output_records(broker) << " output records (" << elapsed_ms(started) << " ms)"
               << std::endl;

@@ -47,6 +47,15 @@ inline std::vector<Event> repeating_stream(std::uint64_t seed, int count, double
   return events;
 }
 
+// How many output records the whole of `events` yields: every repeat of repeating_stream() lies within the
+// TTL of orders_pipeline(), so one per distinct key. A test that stops a service "after N more output
+// records" caps N with it: when a slow group join let the stream run ahead, fewer may be left to come.
+inline std::int64_t distinct_keys(const std::vector<Event>& events) {
+  std::unordered_set<std::string> keys;
+  for (const Event& event : events) keys.insert(event.key.value_or(""));
+  return static_cast<std::int64_t>(keys.size());
+}
+
 // The YAML of a `bloomgate run` pipeline "orders" -> "orders-unique", keyed by the message key, TTL 1h,
 // error rate 1e-6: within a test every repeat is a duplicate and a false positive is all but impossible.
 inline std::string orders_pipeline_yaml() {
