@@ -1,0 +1,132 @@
+#include "column_restore.h"
+
+#include <algorithm>
+#include <system_error>
+#include <utility>
+
+namespace bloomgate::filters::detail {
+namespace {
+
+// The smallest slice a segment shares (time_limited_filter.cc, kMinSharedRows).
+constexpr std::uint64_t kMinSharedRows = 1ULL << 16;
+// Below 1 MiB of bits a whole scatter takes well under a millisecond (about 0.7 ms per MiB on the 2-core
+// machine of bench/README.md), and a thread would only add its start and handovers.
+constexpr std::uint64_t kMinThreadedBits = 1ULL << 23;
+
+}  // namespace
+
+ColumnRestore::~ColumnRestore() {
+  if (!worker_.joinable()) return;
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+    queue_.clear();
+  }
+  wake_.notify_one();
+  worker_.join();
+}
+
+void ColumnRestore::add(std::size_t age, const BitSlice& slice) {
+  if (given_up_) return;
+  if (!worker_.joinable()) start(slice);
+  if (given_up_) return;
+  if (slice.bits != rows_ || age >= count_ || words_[age] != nullptr) {
+    give_up();
+    return;
+  }
+  words_[age] = slice.words.data();
+  const std::size_t run = age < first_run_ ? 0 : 1 + (age - first_run_) / 64;
+  if (++added_[run] < run_end(run) - run_begin(run)) return;
+  {
+    const std::lock_guard lock(mutex_);
+    queue_.push_back(Job{run, 0, (rows_ + 63) / 64});
+  }
+  wake_.notify_one();
+}
+
+// Runs of 64 columns, the short one (count % 64) first: the store's ascending ids are mostly oldest first,
+// so the runs the thread scatters while records are still read complete earlier, and the one left for the
+// end costs a pass over the segment whatever its width.
+std::size_t ColumnRestore::run_begin(std::size_t run) const noexcept { return run == 0 ? 0 : first_run_ + 64 * (run - 1); }
+std::size_t ColumnRestore::run_end(std::size_t run) const noexcept { return first_run_ + 64 * run; }
+
+void ColumnRestore::start(const BitSlice& first) {
+  rows_ = first.bits;
+  if (rows_ < kMinSharedRows || count_ == 0 || count_ > UINT32_MAX || rows_ * count_ / count_ != rows_ ||
+      rows_ * count_ < kMinThreadedBits) {
+    given_up_ = true;
+    return;
+  }
+  first_run_ = count_ % 64 == 0 ? 64 : count_ % 64;
+  added_.assign((count_ + 63) / 64, 0);
+  busy_ = true;  // opening the segment, before anything waits for the thread
+  try {
+    worker_ = std::thread([this] { run_worker(); });
+  } catch (const std::system_error&) {
+    busy_ = false;
+    given_up_ = true;  // no thread: the caller scatters
+  }
+}
+
+// The thread stops after its current job; what it did is discarded with the segment.
+void ColumnRestore::give_up() {
+  given_up_ = true;
+  const std::lock_guard lock(mutex_);
+  queue_.clear();
+}
+
+void ColumnRestore::run_worker() {
+  std::unique_lock lock(mutex_, std::defer_lock);
+  try {
+    auto segment = std::make_unique<ColumnSegment>(rows_, static_cast<std::uint32_t>(count_), k_);
+    lock.lock();
+    segment_ = std::move(segment);
+  } catch (...) {
+    lock.lock();
+    error_ = std::current_exception();
+  }
+  for (;;) {
+    busy_ = false;
+    if (queue_.empty()) idle_.notify_all();
+    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const Job job = queue_.front();
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    if (!error_) run(job);  // error_ is only written by this thread
+    lock.lock();
+  }
+}
+
+void ColumnRestore::run(const Job& job) {
+  const std::size_t begin = run_begin(job.run);
+  const std::span<const std::uint64_t* const> words(words_.data() + begin, run_end(job.run) - begin);
+  segment_->scatter_run(static_cast<std::uint32_t>(begin), words, job.block_begin, job.block_end);
+}
+
+// The jobs still queued are split by blocks: the thread takes the first half of each, this one the second,
+// so the two never write the same word (scatter_run).
+std::unique_ptr<ColumnSegment> ColumnRestore::finish() {
+  if (!worker_.joinable()) return nullptr;
+  std::unique_lock lock(mutex_);
+  std::deque<Job> left;
+  left.swap(queue_);
+  idle_.wait(lock, [this] { return !busy_; });
+  if (error_) std::rethrow_exception(error_);
+  if (given_up_) return nullptr;
+  const std::uint64_t mid = (rows_ + 63) / 64 / 2;
+  for (Job& job : left) {
+    queue_.push_back(Job{job.run, job.block_begin, mid});
+    job.block_begin = mid;
+  }
+  lock.unlock();
+  wake_.notify_one();
+  for (const Job& job : left) run(job);
+  lock.lock();
+  idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  if (error_) std::rethrow_exception(error_);
+  return std::move(segment_);
+}
+
+}  // namespace bloomgate::filters::detail
