@@ -37,6 +37,11 @@ void ColumnRestore::add(std::size_t age, const BitSlice& slice) {
   words_[age] = slice.words.data();
   const std::size_t run = age < first_run_ ? 0 : 1 + (age - first_run_) / 64;
   if (++added_[run] < run_end(run) - run_begin(run)) return;
+  // The run that completes the filter is left to finish(), which splits it: the thread would take it whole.
+  if (++runs_done_ == added_.size()) {
+    last_run_ = run;
+    return;
+  }
   {
     const std::lock_guard lock(mutex_);
     queue_.push_back(Job{run, 0, (rows_ + 63) / 64});
@@ -112,9 +117,10 @@ std::unique_ptr<ColumnSegment> ColumnRestore::finish() {
   std::unique_lock lock(mutex_);
   std::deque<Job> left;
   left.swap(queue_);
+  if (runs_done_ == added_.size()) left.push_back(Job{last_run_, 0, (rows_ + 63) / 64});
   idle_.wait(lock, [this] { return !busy_; });
   if (error_) std::rethrow_exception(error_);
-  if (given_up_) return nullptr;
+  if (given_up_ || runs_done_ != added_.size()) return nullptr;
   const std::uint64_t mid = (rows_ + 63) / 64 / 2;
   for (Job& job : left) {
     queue_.push_back(Job{job.run, job.block_begin, mid});

@@ -69,6 +69,8 @@ class ColumnRestore {
   std::vector<const std::uint64_t*> words_;  // by age rank
   std::size_t first_run_ = 64;               // columns of the first run; the others have 64
   std::vector<std::uint32_t> added_;         // per run
+  std::size_t runs_done_ = 0;                // runs with all their columns added
+  std::size_t last_run_ = 0;                 // the one completed last, left to finish()
 
   // Shared with the thread. It opens the segment first; the caller reads it only once the thread is idle.
   std::mutex mutex_;

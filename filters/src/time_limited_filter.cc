@@ -1,3 +1,6 @@
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include "bloomgate/filters/time_limited_filter.h"
 
 #include <algorithm>
@@ -593,9 +596,13 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
     if (!arena) arena = detail::SliceArena::create_for(ids.size(), record->size());
     decoded[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
     set_bits[i] = detail::popcount_words(decoded[i].words.data(), decoded[i].words.size());  // still in cache
-    columns.add(ids.size() - 1 - i, decoded[i]);
+    if (!getenv("BG_SYNC")) columns.add(ids.size() - 1 - i, decoded[i]);
   }
-  if (auto segment = columns.finish()) {
+  auto T0 = std::chrono::steady_clock::now();
+  auto segment = columns.finish();
+  auto T1 = std::chrono::steady_clock::now();
+  if (getenv("BG_T")) fprintf(stderr, "finish %.4f %s\n", std::chrono::duration<double>(T1-T0).count(), segment ? "piped" : "sync");
+  if (segment) {
     f->segments_.push_back(std::move(segment));
     for (std::size_t i = decoded.size(); i-- > 0;) f->place_restored(std::move(decoded[i]), set_bits[i]).words = {};
   } else {
