@@ -44,7 +44,7 @@ void ColumnRestore::add(std::size_t age, const BitSlice& slice) {
   }
   {
     const std::lock_guard lock(mutex_);
-    queue_.push_back(Job{run, 0, (rows_ + 63) / 64});
+    queue_.push_back(Job{{run}, 0, (rows_ + 63) / 64});
   }
   wake_.notify_one();
 }
@@ -95,8 +95,13 @@ void ColumnRestore::run_worker() {
     if (queue_.empty()) idle_.notify_all();
     wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    const Job job = queue_.front();
+    Job job = std::move(queue_.front());
     queue_.pop_front();
+    while (!queue_.empty() && queue_.front().block_begin == job.block_begin &&
+           queue_.front().block_end == job.block_end) {
+      job.runs.insert(job.runs.end(), queue_.front().runs.begin(), queue_.front().runs.end());
+      queue_.pop_front();
+    }
     busy_ = true;
     lock.unlock();
     if (!error_) run(job);  // error_ is only written by this thread
@@ -105,30 +110,34 @@ void ColumnRestore::run_worker() {
 }
 
 void ColumnRestore::run(const Job& job) {
-  const std::size_t begin = run_begin(job.run);
-  const std::span<const std::uint64_t* const> words(words_.data() + begin, run_end(job.run) - begin);
-  segment_->scatter_run(static_cast<std::uint32_t>(begin), words, job.block_begin, job.block_end);
+  std::vector<ColumnSegment::ColumnRun> runs;
+  for (const std::size_t run : job.runs) {
+    const std::size_t begin = run_begin(run);
+    runs.push_back({static_cast<std::uint32_t>(begin),
+                    std::span<const std::uint64_t* const>(words_.data() + begin, run_end(run) - begin)});
+  }
+  segment_->scatter_runs(runs, job.block_begin, job.block_end);
 }
 
-// The jobs still queued are split by blocks: the thread takes the first half of each, this one the second,
-// so the two never write the same word (scatter_run).
+// The runs still queued and the last one are split by blocks: the thread sweeps the first half, this one
+// the second, so the two never write the same word (scatter_runs).
 std::unique_ptr<ColumnSegment> ColumnRestore::finish() {
   if (!worker_.joinable()) return nullptr;
   std::unique_lock lock(mutex_);
-  std::deque<Job> left;
-  left.swap(queue_);
-  if (runs_done_ == added_.size()) left.push_back(Job{last_run_, 0, (rows_ + 63) / 64});
+  Job left{{}, 0, 0};
+  for (const Job& job : queue_) left.runs.insert(left.runs.end(), job.runs.begin(), job.runs.end());
+  queue_.clear();
+  if (runs_done_ == added_.size()) left.runs.push_back(last_run_);
   idle_.wait(lock, [this] { return !busy_; });
   if (error_) std::rethrow_exception(error_);
   if (given_up_ || runs_done_ != added_.size()) return nullptr;
-  const std::uint64_t mid = (rows_ + 63) / 64 / 2;
-  for (Job& job : left) {
-    queue_.push_back(Job{job.run, job.block_begin, mid});
-    job.block_begin = mid;
-  }
+  const std::uint64_t blocks = (rows_ + 63) / 64;
+  queue_.push_back(Job{left.runs, 0, blocks / 2});
+  left.block_begin = blocks / 2;
+  left.block_end = blocks;
   lock.unlock();
   wake_.notify_one();
-  for (const Job& job : left) run(job);
+  run(left);
   lock.lock();
   idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
   if (error_) std::rethrow_exception(error_);

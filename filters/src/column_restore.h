@@ -7,8 +7,9 @@
 // those slices as the columns of a segment (column_segment.h): every 64 columns are one 64 x 64 transpose
 // per block of 64 rows. Scattering them only after the last record had been read left that work, most of a
 // restore's CPU, for after the disk had finished. Here a second thread scatters each run of 64 columns as
-// soon as its records have all been decoded, while the reading goes on; after the last record only the
-// last run is left, split by blocks between both threads.
+// soon as its records have all been decoded, while the reading goes on (the runs that completed while it
+// was busy in one sweep over the segment); after the last record only the last run is left, split by
+// blocks between both threads.
 //
 // It covers the steady state, where every slice has the same size of 2^16 bits or more and the filter is
 // one segment of exactly as many columns as slices. The segment is opened for that at the first record;
@@ -49,8 +50,9 @@ class ColumnRestore {
   std::unique_ptr<ColumnSegment> finish();
 
  private:
+  // Runs of columns, all scattered in one sweep over the blocks [block_begin, block_end).
   struct Job {
-    std::size_t run;
+    std::vector<std::size_t> runs;
     std::uint64_t block_begin;
     std::uint64_t block_end;
   };
@@ -76,7 +78,7 @@ class ColumnRestore {
   std::mutex mutex_;
   std::condition_variable wake_;  // a job, or stop
   std::condition_variable idle_;  // the queue empty and no job running
-  std::deque<Job> queue_;
+  std::deque<Job> queue_;         // the thread takes all the queued jobs of one block range at once
   bool busy_ = false;
   bool stop_ = false;
   std::exception_ptr error_;

@@ -219,38 +219,43 @@ void ColumnSegment::scatter(const std::vector<std::uint32_t>& columns,
   }
 }
 
-// Per chunk of 8 blocks, one cache line of each column is copied into `lines` (up to 64 loads from as many
-// streams, all in flight at once, the next chunk's lines requested ahead), then each block is transposed
-// out of it. A row's bits of the run are ORed in at bit r * C + first; the second word only when the run's
-// bits reach it, so that a call writes no word outside its blocks.
-void ColumnSegment::scatter_run(std::uint32_t first, std::span<const std::uint64_t* const> words,
-                                std::uint64_t block_begin, std::uint64_t block_end) noexcept {
+// Per chunk of 8 blocks and run, one cache line of each of the run's columns is copied into `lines` (up to
+// 64 loads from as many streams, all in flight at once, the next chunk's lines requested ahead), then each
+// block is transposed out of it. A row's bits of the run are ORed in at bit r * C + first; the second word
+// only when the run's bits reach it, so that a call writes no word outside its blocks. The chunk's cells
+// (8 * C words) stay in cache from one run to the next.
+void ColumnSegment::scatter_runs(std::span<const ColumnRun> runs, std::uint64_t block_begin,
+                                 std::uint64_t block_end) noexcept {
   constexpr std::uint64_t kChunk = 8;
   constexpr std::uint64_t kAhead = 4 * kChunk;  // words: far enough ahead to cover a miss
-  const auto width = static_cast<unsigned>(words.size());
   alignas(64) std::uint64_t lines[64][kChunk] = {};
   alignas(64) std::uint64_t a[64];
   for (std::uint64_t b0 = block_begin; b0 < block_end; b0 += kChunk) {
     const std::uint64_t n = std::min(kChunk, block_end - b0);
-    for (unsigned j = 0; j < width; ++j) {
-      if (n == kChunk) {
-        std::memcpy(lines[j], words[j] + b0, sizeof lines[j]);  // a fixed size: one or two vector loads
-      } else {
-        std::memcpy(lines[j], words[j] + b0, n * sizeof(std::uint64_t));
+    for (const ColumnRun& run : runs) {
+      const auto width = static_cast<unsigned>(run.words.size());
+      for (unsigned j = 0; j < 64; ++j) {
+        if (j >= width) {
+          std::fill(lines[j], lines[j] + kChunk, 0);
+        } else if (n == kChunk) {
+          std::memcpy(lines[j], run.words[j] + b0, sizeof lines[j]);  // a fixed size: one or two vector loads
+        } else {
+          std::memcpy(lines[j], run.words[j] + b0, n * sizeof(std::uint64_t));
+        }
+        if (j < width && b0 + kAhead < block_end) __builtin_prefetch(run.words[j] + b0 + kAhead);
       }
-      if (b0 + kAhead < block_end) __builtin_prefetch(words[j] + b0 + kAhead);
-    }
-    for (std::uint64_t c = 0; c < n; ++c) {
-      for (unsigned j = 0; j < 64; ++j) a[j] = lines[j][c];
-      transpose64(a);
-      const std::uint64_t row0 = 64 * (b0 + c);
-      const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - row0);
-      std::uint64_t bit = row0 * columns_ + first;
-      for (std::uint64_t i = 0; i < in_block; ++i, bit += columns_) {
-        const unsigned shift = bit & 63;
-        std::uint64_t* out = cells_.data() + (bit >> 6);
-        out[0] |= a[i] << shift;
-        if (shift + width > 64) out[1] |= a[i] >> (64 - shift);
+      for (std::uint64_t c = 0; c < n; ++c) {
+        for (unsigned j = 0; j < 64; ++j) a[j] = lines[j][c];
+        transpose64(a);
+        const std::uint64_t row0 = 64 * (b0 + c);
+        const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - row0);
+        std::uint64_t bit = row0 * columns_ + run.first;
+        for (std::uint64_t i = 0; i < in_block; ++i, bit += columns_) {
+          const unsigned shift = bit & 63;
+          std::uint64_t* out = cells_.data() + (bit >> 6);
+          out[0] |= a[i] << shift;
+          if (shift + width > 64) out[1] |= a[i] >> (64 - shift);
+        }
       }
     }
   }

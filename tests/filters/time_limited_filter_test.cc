@@ -431,9 +431,9 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
   }
 }
 
-// A restore scatters runs of up to 64 columns as their records arrive, two threads splitting a run by
-// blocks: each call must set exactly its columns' bits, whatever the run's first column and width, and
-// calls over neighbouring block ranges must not touch each other's words.
+// A restore scatters runs of up to 64 columns as their records arrive, several in one sweep, two threads
+// splitting the last by blocks: each call must set exactly its columns' bits, whatever the runs' first
+// columns and widths, and calls over neighbouring block ranges must not touch each other's words.
 TEST(ColumnSegment, ScatteredRunsSplitByBlocksMatchTheBitsOneByOne) {
   std::mt19937_64 rng(84);
   for (const std::uint32_t columns : {1U, 3U, 64U, 150U}) {
@@ -447,14 +447,16 @@ TEST(ColumnSegment, ScatteredRunsSplitByBlocksMatchTheBitsOneByOne) {
     for (std::uint32_t c = 0; c < columns; ++c) segment.push(c % 3);
     std::vector<const std::uint64_t*> pointers;
     for (const auto& column : words) pointers.push_back(column.data());
+    std::vector<detail::ColumnSegment::ColumnRun> runs;
     const std::uint32_t first_run = columns % 64 == 0 ? std::min(columns, 64U) : columns % 64;
     for (std::uint32_t first = 0; first < columns; first = first == 0 ? first_run : first + 64) {
       const std::uint32_t width = first == 0 ? first_run : 64;
-      const std::span<const std::uint64_t* const> run(pointers.data() + first, width);
-      const std::uint64_t split = rng() % (segment.blocks() + 1);
-      segment.scatter_run(first, run, split, segment.blocks());
-      segment.scatter_run(first, run, 0, split);
+      runs.push_back({first, std::span<const std::uint64_t* const>(pointers.data() + first, width)});
     }
+    // Blocks from `split` on: all runs in one sweep; the blocks before it: one run at a time.
+    const std::uint64_t split = rng() % (segment.blocks() + 1);
+    segment.scatter_runs(runs, split, segment.blocks());
+    for (const auto& run : runs) segment.scatter_runs(std::span(&run, 1), 0, split);
     for (std::uint32_t c = 0; c < columns; ++c) {
       for (std::uint64_t r = 0; r < rows; ++r) {
         ASSERT_EQ(segment.test(r, c), ((words[c][r / 64] >> (r % 64)) & 1U) != 0) << columns << " " << c << " " << r;

@@ -70,12 +70,17 @@ class ColumnSegment {
   std::vector<Words> gather(const std::vector<std::uint32_t>& columns) const;
   // words[n] points to the (rows + 63) / 64 words of column columns[n].
   void scatter(const std::vector<std::uint32_t>& columns, const std::vector<const std::uint64_t*>& words);
-  // ORs the columns first .. first + words.size() - 1 (at most 64; words[j] is column first + j, as above)
-  // into the rows of blocks [block_begin, block_end) (64 rows each), which are the words [block_begin * C,
-  // block_end * C): a restore scatters each run of columns as soon as its records are read, and splits the
-  // last one across threads by blocks. Calls with disjoint block ranges may run at the same time.
-  void scatter_run(std::uint32_t first, std::span<const std::uint64_t* const> words, std::uint64_t block_begin,
-                   std::uint64_t block_end) noexcept;
+  // Consecutive columns first .. first + words.size() - 1 (at most 64), words[j] the words of column
+  // first + j, as above.
+  struct ColumnRun {
+    std::uint32_t first = 0;
+    std::span<const std::uint64_t* const> words;
+  };
+  // ORs the runs' columns into the rows of blocks [block_begin, block_end) (64 rows each), which are the
+  // words [block_begin * C, block_end * C): a restore scatters runs as soon as their records are read, and
+  // splits the last one across threads by blocks. Calls with disjoint block ranges may run at the same time.
+  // All runs of a call go in one sweep over the cells (one pass through memory, not one per run).
+  void scatter_runs(std::span<const ColumnRun> runs, std::uint64_t block_begin, std::uint64_t block_end) noexcept;
   std::uint64_t blocks() const noexcept { return (rows_ + 63) / 64; }
 
  private:
