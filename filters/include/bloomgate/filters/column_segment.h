@@ -68,7 +68,7 @@ class ColumnSegment {
   // Columns as slices' own words (the persisted byte order), and back into clear columns: one pass over
   // the segment for all of them, 64 rows by 64 columns at a time.
   std::vector<Words> gather(const std::vector<std::uint32_t>& columns) const;
-  // words[n] points to the (rows + 63) / 64 words of column columns[n].
+  // words[n] points to the (rows + 63) / 64 words of column columns[n]; one sweep (scatter_runs).
   void scatter(const std::vector<std::uint32_t>& columns, const std::vector<const std::uint64_t*>& words);
   // Consecutive columns first .. first + words.size() - 1 (at most 64), words[j] the words of column
   // first + j, as above.
