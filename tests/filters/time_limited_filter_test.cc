@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <span>
@@ -465,9 +466,9 @@ TEST(ColumnSegment, ScatteredRunsSplitByBlocksMatchTheBitsOneByOne) {
   }
 }
 
-// A restored filter must be the imaged one: the same records, answers and fill ratios.
-void expect_restores_exactly(TimeLimitedFilter& filter, TimePoint now) {
-  CheckpointStore store;
+// A restored filter must be the imaged one: the same records, answers and fill ratios. `store` is left
+// holding the checkpoints.
+void expect_restores_exactly(TimeLimitedFilter& filter, TimePoint now, CheckpointStore& store) {
   store.checkpoint(filter, ImageScope::kFull);
   for (int i = 0; i < 1000; ++i) filter.test_and_insert(key_name(9'000'000 + i), now);
   store.checkpoint(filter, ImageScope::kChangedSinceLastPersist);
@@ -492,7 +493,14 @@ TEST(TimeLimitedFilter, ALargeFilterOfOneSegmentRestoresExactly) {
   const TimePoint end = kStart + seconds(30);
   ASSERT_EQ(filter.segment_count(), 1U);
   ASSERT_GT(filter.stats(end).bits, std::uint64_t{8} << 20);
-  expect_restores_exactly(filter, end);
+  CheckpointStore store;
+  expect_restores_exactly(filter, end, store);
+  // Damage found part way through, while the thread is scattering, is the FormatError it always was.
+  const std::uint64_t middle = std::next(store.slices().begin(), 60)->first;
+  std::string damaged = store.slices().at(middle);
+  damaged[damaged.size() / 2] ^= 1;
+  EXPECT_THROW(store.with_slice(middle, damaged).restore(), FormatError);
+  EXPECT_THROW(store.with_slice(store.slices().rbegin()->first, std::nullopt).restore(), FormatError);
 }
 
 // The same filter after a rate change, its slices in several segments: the restore starts as for one
@@ -504,7 +512,8 @@ TEST(TimeLimitedFilter, ALargeFilterOfSeveralSegmentsRestoresExactly) {
   const TimePoint end = kStart + seconds(16);
   ASSERT_GT(filter.segment_count(), 1U);
   ASSERT_GT(filter.stats(end).bits, std::uint64_t{8} << 20);
-  expect_restores_exactly(filter, end);
+  CheckpointStore store;
+  expect_restores_exactly(filter, end, store);
 }
 
 // Slices of 2^16 bits or more share segments (sizes within 1/16, rounded up). A filter of that size at a
