@@ -18,7 +18,6 @@
 // caller then scatters the slices itself, as before.
 #pragma once
 
-#include <array>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
