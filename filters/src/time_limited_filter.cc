@@ -1,6 +1,3 @@
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include "bloomgate/filters/time_limited_filter.h"
 
 #include <algorithm>
@@ -596,13 +593,9 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
     if (!arena) arena = detail::SliceArena::create_for(ids.size(), record->size());
     decoded[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
     set_bits[i] = detail::popcount_words(decoded[i].words.data(), decoded[i].words.size());  // still in cache
-    if (!getenv("BG_SYNC")) columns.add(ids.size() - 1 - i, decoded[i]);
+    columns.add(ids.size() - 1 - i, decoded[i]);
   }
-  auto T0 = std::chrono::steady_clock::now();
-  auto segment = columns.finish();
-  auto T1 = std::chrono::steady_clock::now();
-  if (getenv("BG_T")) fprintf(stderr, "finish %.4f %s\n", std::chrono::duration<double>(T1-T0).count(), segment ? "piped" : "sync");
-  if (segment) {
+  if (auto segment = columns.finish()) {
     f->segments_.push_back(std::move(segment));
     for (std::size_t i = decoded.size(); i-- > 0;) f->place_restored(std::move(decoded[i]), set_bits[i]).words = {};
   } else {
