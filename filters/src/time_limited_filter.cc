@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
+#include "column_restore.h"
 #include "popcount.h"
 
 namespace bloomgate::filters {
@@ -575,28 +576,47 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   std::vector<std::uint64_t> ids(count);
   for (std::uint64_t& id : ids) id = r.u64("slice id");
   r.expect_end("time-limited filter metadata");
-  // The slices are listed newest first; they are looked up in ascending id order (oldest first), the order
-  // a store sorted by id keeps them in, so that it can answer with one forward scan (SliceViews). Their
-  // words are decoded into one arena (slice_memory.h), then scattered into segments by restore_slices.
+  // The slices are listed newest first; they are looked up in ascending id order, the order a store sorted
+  // by id keeps them in, so that it can answer with one forward scan (SliceViews). Their words are decoded
+  // into one arena (slice_memory.h) and scattered into the segment while later records are read
+  // (column_restore.h), or, when the slices are not one segment's, by restore_slices afterwards.
   std::vector<std::size_t> order(ids.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
   std::vector<BitSlice> decoded(ids.size());  // newest first
+  std::vector<std::uint64_t> set_bits(ids.size());
   std::shared_ptr<detail::SliceArena> arena;  // sized at the first record (a record is larger than its words)
+  detail::ColumnRestore columns(ids.size(), f->params_.k);  // after `decoded`: stopped before its words go
   for (const std::size_t i : order) {
     const auto record = lookup(ids[i]);
     if (!record) throw FormatError("time-limited filter slice " + std::to_string(ids[i]) + " is missing");
     if (!arena) arena = detail::SliceArena::create_for(ids.size(), record->size());
     decoded[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
+    set_bits[i] = detail::popcount_words(decoded[i].words.data(), decoded[i].words.size());  // still in cache
+    columns.add(ids.size() - 1 - i, decoded[i]);
   }
-  f->restore_slices(std::move(decoded));
+  if (auto segment = columns.finish()) {
+    f->segments_.push_back(std::move(segment));
+    for (std::size_t i = decoded.size(); i-- > 0;) f->place_restored(std::move(decoded[i]), set_bits[i]).words = {};
+  } else {
+    f->restore_slices(std::move(decoded), set_bits);
+  }
   return f;
+}
+
+// The slice as the newest column of the newest segment, which the restore opened for it with its size.
+detail::ColumnSlice& TimeLimitedFilter::place_restored(BitSlice decoded, std::uint64_t set_bits) {
+  push_front_slice(decoded.id, decoded.bits, decoded.hash_index, true);
+  ColumnSlice& placed = slices_.front();
+  static_cast<BitSlice&>(placed) = std::move(decoded);
+  placed.set_bits = set_bits;
+  return placed;
 }
 
 // Scatters the slices' words into segments, oldest first; each run of equal sizes of 2^16 bits or more
 // becomes one segment with exactly as many columns (free columns are not in the records, so a restored
 // filter may take less memory than the one imaged), each smaller slice a segment of its own.
-void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded) {
+void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded, const std::vector<std::uint64_t>& set_bits) {
   for (std::size_t end = decoded.size(); end > 0;) {
     std::size_t begin = end - 1;
     const std::uint64_t bits = decoded[end - 1].bits;
@@ -605,10 +625,7 @@ void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded) {
     std::vector<std::uint32_t> columns;
     std::vector<const std::uint64_t*> words;
     for (std::size_t i = end; i-- > begin;) {
-      push_front_slice(decoded[i].id, decoded[i].bits, decoded[i].hash_index, true);
-      ColumnSlice& placed = slices_.front();
-      static_cast<BitSlice&>(placed) = std::move(decoded[i]);
-      placed.set_bits = detail::popcount_words(placed.words.data(), placed.words.size());
+      const ColumnSlice& placed = place_restored(std::move(decoded[i]), set_bits[i]);
       columns.push_back(placed.column);
       words.push_back(placed.words.data());
     }

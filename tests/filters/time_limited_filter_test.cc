@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -428,6 +430,90 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
       for (std::uint64_t r = 0; r < rows; ++r) ASSERT_EQ(copy.test(r, c), scattered && segment.test(r, c)) << c << " " << r;
     }
   }
+}
+
+// A restore scatters runs of up to 64 columns as their records arrive, several in one sweep, two threads
+// splitting the last by blocks: each call must set exactly its columns' bits, whatever the runs' first
+// columns and widths, and calls over neighbouring block ranges must not touch each other's words.
+TEST(ColumnSegment, ScatteredRunsSplitByBlocksMatchTheBitsOneByOne) {
+  std::mt19937_64 rng(84);
+  for (const std::uint32_t columns : {1U, 3U, 64U, 150U}) {
+    const std::uint64_t rows = 64 * 37 + 5;  // a partial last block
+    std::vector<std::vector<std::uint64_t>> words(columns, std::vector<std::uint64_t>((rows + 63) / 64));
+    for (auto& column : words) {
+      for (auto& word : column) word = rng() & rng();
+      column.back() &= (std::uint64_t{1} << (rows % 64)) - 1;
+    }
+    detail::ColumnSegment segment(rows, columns, 3);
+    for (std::uint32_t c = 0; c < columns; ++c) segment.push(c % 3);
+    std::vector<const std::uint64_t*> pointers;
+    for (const auto& column : words) pointers.push_back(column.data());
+    std::vector<detail::ColumnSegment::ColumnRun> runs;
+    const std::uint32_t first_run = columns % 64 == 0 ? std::min(columns, 64U) : columns % 64;
+    for (std::uint32_t first = 0; first < columns; first = first == 0 ? first_run : first + 64) {
+      const std::uint32_t width = first == 0 ? first_run : 64;
+      runs.push_back({first, std::span<const std::uint64_t* const>(pointers.data() + first, width)});
+    }
+    // Blocks from `split` on: all runs in one sweep; the blocks before it: one run at a time.
+    const std::uint64_t split = rng() % (segment.blocks() + 1);
+    segment.scatter_runs(runs, split, segment.blocks());
+    for (const auto& run : runs) segment.scatter_runs(std::span(&run, 1), 0, split);
+    for (std::uint32_t c = 0; c < columns; ++c) {
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(segment.test(r, c), ((words[c][r / 64] >> (r % 64)) & 1U) != 0) << columns << " " << c << " " << r;
+      }
+    }
+  }
+}
+
+// A restored filter must be the imaged one: the same records, answers and fill ratios. `store` is left
+// holding the checkpoints.
+void expect_restores_exactly(TimeLimitedFilter& filter, TimePoint now, CheckpointStore& store) {
+  store.checkpoint(filter, ImageScope::kFull);
+  for (int i = 0; i < 1000; ++i) filter.test_and_insert(key_name(9'000'000 + i), now);
+  store.checkpoint(filter, ImageScope::kChangedSinceLastPersist);
+  const auto restored = store.restore();
+  EXPECT_EQ(serialize(*restored), serialize(filter));
+  const auto original_stats = filter.stats(now);
+  const auto restored_stats = restored->stats(now);
+  ASSERT_EQ(restored_stats.slice_stats.size(), original_stats.slice_stats.size());
+  for (std::size_t i = 0; i < original_stats.slice_stats.size(); ++i) {
+    EXPECT_EQ(restored_stats.slice_stats[i].fill_ratio, original_stats.slice_stats[i].fill_ratio) << i;
+  }
+  for (std::uint64_t key = 0; key < 20'000; ++key) {
+    ASSERT_EQ(restored->contains(key_name(key * 31), now), filter.contains(key_name(key * 31), now)) << key;
+  }
+}
+
+// Over 1 MiB of slices of one size (one segment): the restore scatters while it reads (column_restore.h).
+TEST(TimeLimitedFilter, ALargeFilterOfOneSegmentRestoresExactly) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 600'000));
+  run_stream({{seconds(30), 62'000}}, 0.2, 100'000, true, 95, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  const TimePoint end = kStart + seconds(30);
+  ASSERT_EQ(filter.segment_count(), 1U);
+  ASSERT_GT(filter.stats(end).bits, std::uint64_t{8} << 20);
+  CheckpointStore store;
+  expect_restores_exactly(filter, end, store);
+  // Damage found part way through, while the thread is scattering, is the FormatError it always was.
+  const std::uint64_t middle = std::next(store.slices().begin(), 60)->first;
+  std::string damaged = store.slices().at(middle);
+  damaged[damaged.size() / 2] ^= 1;
+  EXPECT_THROW(store.with_slice(middle, damaged).restore(), FormatError);
+  EXPECT_THROW(store.with_slice(store.slices().rbegin()->first, std::nullopt).restore(), FormatError);
+}
+
+// The same filter after a rate change, its slices in several segments: the restore starts as for one
+// segment, gives that up at the first slice of another size, and scatters the segments afterwards.
+TEST(TimeLimitedFilter, ALargeFilterOfSeveralSegmentsRestoresExactly) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 600'000));
+  run_stream({{seconds(12), 60'000}, {seconds(4), 150'000}}, 0.2, 100'000, true, 96, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  const TimePoint end = kStart + seconds(16);
+  ASSERT_GT(filter.segment_count(), 1U);
+  ASSERT_GT(filter.stats(end).bits, std::uint64_t{8} << 20);
+  CheckpointStore store;
+  expect_restores_exactly(filter, end, store);
 }
 
 // Slices of 2^16 bits or more share segments (sizes within 1/16, rounded up). A filter of that size at a

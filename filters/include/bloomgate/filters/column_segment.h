@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
@@ -67,8 +68,20 @@ class ColumnSegment {
   // Columns as slices' own words (the persisted byte order), and back into clear columns: one pass over
   // the segment for all of them, 64 rows by 64 columns at a time.
   std::vector<Words> gather(const std::vector<std::uint32_t>& columns) const;
-  // words[n] points to the (rows + 63) / 64 words of column columns[n].
+  // words[n] points to the (rows + 63) / 64 words of column columns[n]; one sweep (scatter_runs).
   void scatter(const std::vector<std::uint32_t>& columns, const std::vector<const std::uint64_t*>& words);
+  // Consecutive columns first .. first + words.size() - 1 (at most 64), words[j] the words of column
+  // first + j, as above.
+  struct ColumnRun {
+    std::uint32_t first = 0;
+    std::span<const std::uint64_t* const> words;
+  };
+  // ORs the runs' columns into the rows of blocks [block_begin, block_end) (64 rows each), which are the
+  // words [block_begin * C, block_end * C): a restore scatters runs as soon as their records are read, and
+  // splits the last one across threads by blocks. Calls with disjoint block ranges may run at the same time.
+  // All runs of a call go in one sweep over the cells (one pass through memory, not one per run).
+  void scatter_runs(std::span<const ColumnRun> runs, std::uint64_t block_begin, std::uint64_t block_end) noexcept;
+  std::uint64_t blocks() const noexcept { return (rows_ + 63) / 64; }
 
  private:
   std::uint64_t row_word(std::uint64_t row, std::uint32_t word) const noexcept;

@@ -103,7 +103,8 @@ class TimeLimitedFilter final : public Filter {
   void choose_query();
   void grow(detail::ColumnSegment& segment);
   void resize(detail::ColumnSegment& segment, std::uint32_t columns);
-  void restore_slices(std::vector<detail::BitSlice> decoded);
+  void restore_slices(std::vector<detail::BitSlice> decoded, const std::vector<std::uint64_t>& set_bits);
+  detail::ColumnSlice& place_restored(detail::BitSlice decoded, std::uint64_t set_bits);
   std::vector<detail::Words> slice_words(ImageScope scope) const;
   void prefetch_first_lines(const detail::Probes& probes) const noexcept;
   // Sets *age (when age is not null) for a present key.
