@@ -122,6 +122,7 @@ struct Options {
   bool skip_breakdown = false;
   bool timeline = false;  // print every sample to stderr
   bool service_thread = false;  // run the service on a std::thread rather than on main
+  bool decide_inline = false;   // ServiceOptions::decide_thread = false: decide() on the service thread
   std::string perf_control;  // a `perf record --control fifo:PATH` FIFO: enabled during the rounds only
   std::string sides = "both";  // both, passthrough, service or none (for profiling: no ratios)
   double target = 0.9;
@@ -571,6 +572,7 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
   service_options.stop = &stop;  // set by the progress plugin at the last event
   service_options.hooks = setup.hooks;
   service_options.snapshot_interval = milliseconds(setup.options.snapshot_ms);
+  service_options.decide_thread = !setup.options.decide_inline;
   service_options.on_snapshot = [&](const app::ServiceSnapshot& snapshot) {
     const auto now = Clock::now();
     if (snapshot.consumed != last_consumed || snapshot.consumed == 0) {
@@ -1415,6 +1417,8 @@ int main(int argc, char** argv) {
                  "FIFO of `perf record -D -1 --control fifo:FIFO`: profile only the rounds");
   app.add_flag("--service-thread", options.service_thread,
                "run Service::run() on a std::thread (a secondary malloc arena) instead of the main thread");
+  app.add_flag("--decide-inline", options.decide_inline,
+               "decide() on the service thread (ServiceOptions::decide_thread = false), not on a thread of its own");
   app.add_flag("--timeline", options.timeline, "print every sample (time, CPU, events consumed) to stderr");
   app.add_option("--target", options.target, "the events/s ratio reported as PASS or MISS");
   app.add_option("--property", options.properties,
