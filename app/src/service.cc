@@ -47,6 +47,7 @@ constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histog
 // Events consumed but not yet finished (decided and produced) at most: enough to ride out the two threads'
 // jitter, small enough that a drain (before every checkpoint and snapshot) is over in a few hundred us.
 constexpr std::size_t kEventsInFlight = 512;
+constexpr std::size_t kConsumeBatch = 128;  // messages taken from the consumer per poll, at most
 
 // A group commit holds its partitions' images in memory at once, and full images (partitions restored from
 // nothing, a quarantined store) can be large: above this many bytes the next partitions go into another batch.
@@ -152,6 +153,8 @@ struct PartitionWorker {
   PartitionId id;
   std::int32_t output_partition = -1;            // in pipeline->output; -1 with by_key
   std::int64_t next_offset = -1;                 // the next input offset to process; -1: none yet this assignment
+  std::int64_t dispatched_offset = -1;           // past the last offset handed to the decide thread; -1: none
+  std::uint64_t rewound_at = 0;                  // Service::Impl::rewinds_ after this partition's last rewind
   std::int64_t committed_offset = connectors::kNoOffset;
   std::int64_t checkpointed_offset = -1;         // next_offset of the last checkpoint written (or restored)
   std::int64_t checkpointed_output = -1;         // that checkpoint's output offset (the commit metadata)
@@ -452,16 +455,14 @@ class Service::Impl {
     while (!failure_ && !stop_requested()) {
       // With events in flight the poll does not wait: they are finished while nothing new arrives.
       const auto timeout = decisions_.empty() ? kPollTimeout : std::chrono::milliseconds(0);
-      if (auto message = consumer_->poll(timeout)) {
-        dispatch(std::move(*message));
-        finish_decided();
-        if (++consumed_since_producer_poll_ >= kProducerPollEvery) {
+      if (const std::size_t consumed = poll_batch(timeout); consumed > 0) {
+        if ((consumed_since_producer_poll_ += consumed) >= kProducerPollEvery) {
           consumed_since_producer_poll_ = 0;
           producer_->poll(std::chrono::milliseconds(0));
         }
         // Under load the timers are checked every kTimerCheckEvery events, not after each one: a clock
         // read is a sizeable share of an event's cost, and the timers need no finer grain.
-        if (++events_since_timer_check < kTimerCheckEvery) continue;
+        if ((events_since_timer_check += static_cast<std::uint32_t>(consumed)) < kTimerCheckEvery) continue;
       } else if (!decisions_.empty()) {
         finish_oldest();
         finish_decided();
@@ -486,8 +487,21 @@ class Service::Impl {
 
   bool stop_requested() const { return options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed); }
 
+  // Takes a batch from the consumer and hands it to the decide thread; returns how many were taken.
+  std::size_t poll_batch(std::chrono::milliseconds timeout) {
+    batch_.clear();
+    const std::uint64_t rewinds = rewinds_;
+    const std::size_t consumed = consumer_->poll_batch(timeout, kConsumeBatch, batch_);
+    for (ConsumedMessage& message : batch_) dispatch(std::move(message), rewinds);
+    batch_.clear();
+    finish_decided();
+    return consumed;
+  }
+
   // Hands a consumed event to the decide thread (finishing the oldest first when kEventsInFlight are out).
-  void dispatch(ConsumedMessage&& message) {
+  // `fetched_at`: rewinds_ when the message was fetched. A partition rewound since then (an aborted
+  // transaction, while finishing) was sought back: the message comes again, and is dropped here.
+  void dispatch(ConsumedMessage&& message, std::uint64_t fetched_at) {
     if (failure_) return;  // e.g. an assignment that failed inside this poll: produce nothing more
     if (KafkaError error = message.error(); !error.ok()) {
       drain();  // what was consumed before the error is finished before the service may stop on it
@@ -497,13 +511,15 @@ class Service::Impl {
     }
     PartitionWorker* worker = worker_for(message);
     if (worker == nullptr) return;  // fetched just before its partition was revoked: the next owner has it
-    const std::uint64_t rewinds = rewinds_;
+    if (worker->rewound_at > fetched_at) return;
+    // Fetched before its partition was revoked and assigned again within one batch: fetched again since.
+    if (message.offset() < worker->dispatched_offset) return;
+    worker->dispatched_offset = message.offset() + 1;
     if (decisions_.full()) {
       decisions_.wait_for(kEventsInFlight / 4);
       finish_decided();
     }
-    // A rewind while finishing (an aborted transaction) sought the input back: this event comes again.
-    if (failure_ || rewinds != rewinds_) return;
+    if (failure_ || worker->rewound_at > fetched_at) return;
     if (decisions_.halted() && decisions_.empty()) decisions_.resume();
     worker->decided_since_commit = true;
     InFlightEvent event(std::move(message), worker);
@@ -1281,6 +1297,8 @@ class Service::Impl {
       return false;
     }
     worker.next_offset = worker.checkpointed_offset;
+    worker.dispatched_offset = -1;
+    worker.rewound_at = rewinds_;
     worker.report->next_offset = worker.next_offset;
     worker.delivered = worker.delivered_at_last_commit;
     worker.decided_since_commit = false;
@@ -1508,7 +1526,8 @@ class Service::Impl {
 
   std::vector<connectors::HeaderView> header_views_;  // event_of()'s storage, reused event after event
   std::vector<connectors::HeaderView> decide_header_views_;  // the same on the decide thread
-  std::uint64_t rewinds_ = 0;  // input rewinds after aborted transactions
+  std::vector<ConsumedMessage> batch_;  // poll_batch()'s, reused
+  std::uint64_t rewinds_ = 0;  // input rewinds after aborted transactions (rewind_to_last_commit calls)
   std::uint64_t consumed_since_producer_poll_ = 0;
   std::uint64_t events_since_timing_ = 0;
   LatencyHistogram processing_latency_;
