@@ -153,7 +153,6 @@ struct PartitionWorker {
   PartitionId id;
   std::int32_t output_partition = -1;            // in pipeline->output; -1 with by_key
   std::int64_t next_offset = -1;                 // the next input offset to process; -1: none yet this assignment
-  std::int64_t dispatched_offset = -1;           // past the last offset handed to the decide thread; -1: none
   std::uint64_t rewound_at = 0;                  // Service::Impl::rewinds_ after this partition's last rewind
   std::int64_t committed_offset = connectors::kNoOffset;
   std::int64_t checkpointed_offset = -1;         // next_offset of the last checkpoint written (or restored)
@@ -512,9 +511,6 @@ class Service::Impl {
     PartitionWorker* worker = worker_for(message);
     if (worker == nullptr) return;  // fetched just before its partition was revoked: the next owner has it
     if (worker->rewound_at > fetched_at) return;
-    // Fetched before its partition was revoked and assigned again within one batch: fetched again since.
-    if (message.offset() < worker->dispatched_offset) return;
-    worker->dispatched_offset = message.offset() + 1;
     if (decisions_.full()) {
       decisions_.wait_for(kEventsInFlight / 4);
       finish_decided();
@@ -1297,7 +1293,6 @@ class Service::Impl {
       return false;
     }
     worker.next_offset = worker.checkpointed_offset;
-    worker.dispatched_offset = -1;
     worker.rewound_at = rewinds_;
     worker.report->next_offset = worker.next_offset;
     worker.delivered = worker.delivered_at_last_commit;

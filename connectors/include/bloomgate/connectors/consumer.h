@@ -87,8 +87,7 @@ class Consumer {
   // `timeout` for the first, then takes what is already queued without waiting for more (librdkafka's
   // rd_kafka_consume_batch_queue: one call per batch instead of per message). Serves the same callbacks
   // as poll(), in the middle of a batch too: a message fetched before a rebalance callback may be returned
-  // after it, so the caller checks that its partition is still assigned (and, for a partition assigned
-  // again meanwhile, that its offset is not one it already passed).
+  // after it, so the caller checks that its partition is still assigned.
   std::size_t poll_batch(std::chrono::milliseconds timeout, std::size_t max, std::vector<ConsumedMessage>& out);
 
   // Commits the given offsets (next offset to read, with optional metadata). kSync waits for the
