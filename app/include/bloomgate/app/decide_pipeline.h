@@ -10,14 +10,16 @@
 // in flight, which bounds how far consumption runs ahead of the output.
 //
 // Halting: once halted (the work asked for it by returning false, or halt() was called), the thread does
-// no more work, and the events still in flight come back with worked() false; the caller discards them
-// (they were consumed but not decided: their offsets must not advance). resume() starts working again.
+// no more work, and the events still in flight come back with `worked` false: the caller decides them
+// itself, in order, or discards them (consumed but not decided: their offsets must not advance). resume()
+// starts working again; the service resumes only with nothing in flight, so no event is worked on by both.
 // The service halts before anything replaces the state the work uses (an aborted transaction's rewind),
 // and the work halts itself after an event that stops the service (a dead letter with nowhere to go), so
 // that no later event's key reaches the filter before the checkpoint of the events before it.
 //
 // Inline mode (threaded = false): the work runs inside push(), on the caller's thread; everything else
-// behaves the same. Used where a second thread would only compete for one core.
+// behaves the same. The service's default: on 2 cores shared with librdkafka's threads the thread cost
+// more CPU per event than it took off the polling thread (bench/README.md, service_bench).
 //
 // Thread-safety: push, front, pop, halt, resume, empty, full from one thread (the owner's); the work
 // function runs on the pipeline's thread and may touch only what the owner leaves alone while events are
