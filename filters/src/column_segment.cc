@@ -9,6 +9,9 @@ namespace {
 
 // Padding past the last row: a row read takes the word after the one it starts in.
 constexpr std::size_t kPadWords = 3;
+constexpr std::uint64_t kLineBits = 512;
+// Line padding wastes at most this share of a line; beyond it rows stay packed back to back.
+constexpr std::uint64_t kMaxWasteShare = 4;
 
 std::uint64_t low_bits(std::size_t n) noexcept { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
 
@@ -35,22 +38,36 @@ void or_bits(std::uint64_t* dst, std::uint64_t to, const std::uint64_t* src, std
 
 }  // namespace
 
+RowLayout RowLayout::for_columns(std::uint64_t columns, std::uint64_t rows) noexcept {
+  RowLayout layout;
+  layout.columns = columns;
+  layout.block_bits = columns;
+  const std::uint64_t per_line = columns == 0 ? 0 : kLineBits / columns;
+  if (per_line == 0 || rows >= (std::uint64_t{1} << 55)) return layout;
+  if (kMaxWasteShare * (kLineBits - per_line * columns) > kLineBits) return layout;
+  layout.per_block = per_line;
+  layout.block_bits = kLineBits;
+  layout.magic = per_line == 1 ? 0 : ~std::uint64_t{0} / per_line + 1;
+  return layout;
+}
+
 ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uint32_t k)
     : rows_(rows),
       columns_(columns),
       k_(k),
       row_words_((columns + 63) / 64),
-      cells_((rows * columns + 63) / 64 + kPadWords, 0),
+      layout_(RowLayout::for_columns(columns, rows)),
+      cells_((layout_.blocks(rows) * layout_.block_bits + 63) / 64 + kPadWords, 0),
       index_masks_(static_cast<std::size_t>(k) * row_words_, 0),
       index_used_(k, 0),
       column_index_(columns, 0),
       scratch_(2 * (row_words_ + 1), 0) {}
 
 std::uint64_t ColumnSegment::row_word(std::uint64_t row, std::uint32_t word) const noexcept {
-  return bits_at(cells_.data(), row * columns_ + 64 * std::uint64_t{word});
+  return bits_at(cells_.data(), layout_.start(row) + 64 * std::uint64_t{word});
 }
 
-// Bits past the last column come from the next row; the index masks are zero there.
+// Bits past the last column come from the next row or the line's padding; the index masks are zero there.
 void ColumnSegment::load_row(std::uint64_t row, std::uint64_t* out) const noexcept {
   for (std::uint32_t w = 0; w < row_words_; ++w) out[w] = row_word(row, w);
 }
@@ -59,7 +76,7 @@ void ColumnSegment::prefetch(const Probes& probes) const noexcept {
   const auto* bytes = reinterpret_cast<const char*>(cells_.data());
   for (std::uint32_t j = 0; j < k_; ++j) {
     if (index_used_[j] == 0) continue;
-    const std::uint64_t first = row_of(probes, j) * columns_;
+    const std::uint64_t first = layout_.start(row_of(probes, j));
     __builtin_prefetch(bytes + (first >> 3));
     __builtin_prefetch(bytes + ((first + columns_ - 1) >> 3));
   }
@@ -102,8 +119,13 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
 // One bit per row, so this touches every line of the segment: once per generation.
 void ColumnSegment::pop() noexcept {
   const std::uint32_t column = oldest_;
-  std::uint64_t bit = column;
-  for (std::uint64_t r = 0; r < rows_; ++r, bit += columns_) cells_[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
+  std::uint64_t row = 0;
+  for (std::uint64_t block = 0; row < rows_; block += layout_.block_bits) {
+    std::uint64_t bit = block + column;
+    for (std::uint64_t i = 0; i < layout_.per_block && row < rows_; ++i, ++row, bit += columns_) {
+      cells_[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
+    }
+  }
   set_index_bit(column, column_index_[column], false);
   oldest_ = (oldest_ + 1) % columns_;
   --live_;
@@ -116,8 +138,9 @@ std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t columns) co
   for (std::uint64_t r = 0; r < rows_; ++r) {
     load_row(r, row.data());
     row[row_words_ - 1] &= low_bits(columns_ - 64 * (row_words_ - 1));
-    or_bits(out->cells_.data(), r * columns, row.data(), oldest_, to_end);
-    or_bits(out->cells_.data(), r * columns + to_end, row.data(), 0, live_ - to_end);
+    const std::uint64_t at = out->layout_.start(r);
+    or_bits(out->cells_.data(), at, row.data(), oldest_, to_end);
+    or_bits(out->cells_.data(), at + to_end, row.data(), 0, live_ - to_end);
   }
   for (std::uint32_t age = 0; age < live_; ++age) out->push(column_index_[column_of_age(age)]);
   return out;
@@ -186,37 +209,69 @@ std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& colum
   return out;
 }
 
-// Rows 64b .. 64b+63 are exactly the words [b*C, (b+1)*C) of the cells (64 rows of C bits), so each block
-// is written front to back, row after row, from one 64 x 64 transpose per column group: a restore scatters a
-// whole filter, and per-row unaligned ORs took most of its time.
+namespace {
+
+// ORs bit strings into words front to back; seek() moves to a bit further on (a new line of rows).
+class BitAppender {
+ public:
+  explicit BitAppender(std::uint64_t* words) noexcept : words_(words) {}
+  void seek(std::uint64_t bit) noexcept {
+    flush();
+    out_ = words_ + (bit >> 6);
+    filled_ = bit & 63;
+  }
+  void append(std::uint64_t x, unsigned width) noexcept {  // x has no bits at or above width
+    pending_ |= x << filled_;
+    if (filled_ + width < 64) {
+      filled_ += width;
+      return;
+    }
+    *out_++ |= pending_;
+    pending_ = filled_ == 0 ? 0 : x >> (64 - filled_);
+    filled_ = filled_ + width - 64;
+  }
+  void flush() noexcept {
+    if (filled_ != 0) *out_ |= pending_;
+    pending_ = 0;
+  }
+
+ private:
+  std::uint64_t* words_;
+  std::uint64_t* out_ = nullptr;
+  std::uint64_t pending_ = 0;  // bits not yet ORed into *out_, filled_ of them
+  unsigned filled_ = 0;
+};
+
+}  // namespace
+
+// Rows 64b .. 64b+63 lie front to back (a line's padding skipped between lines), so each block is written
+// in one pass, row after row, from one 64 x 64 transpose per column group: a restore scatters a whole
+// filter, and per-row unaligned ORs took most of its time.
 void ColumnSegment::scatter(const std::vector<std::uint32_t>& columns,
                             const std::vector<const std::uint64_t*>& words) {
   const std::uint64_t blocks = (rows_ + 63) / 64;
   std::vector<std::uint64_t> transposed(std::size_t{row_words_} * 64);
+  BitAppender out(cells_.data());
+  out.seek(0);
+  const bool padded = layout_.block_bits != layout_.per_block * columns_;
+  std::uint64_t in_line = 0;  // rows written since the last seek, when padded
   for (std::uint64_t b = 0; b < blocks; ++b) {
     std::fill(transposed.begin(), transposed.end(), 0);
     for (std::size_t n = 0; n < columns.size(); ++n) transposed[columns[n]] = words[n][b];
     for (std::uint32_t g = 0; g < row_words_; ++g) transpose64(&transposed[std::size_t{g} * 64]);
     const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - 64 * b);
-    std::uint64_t* out = cells_.data() + b * columns_;
-    std::uint64_t pending = 0;  // bits not yet ORed into *out, `filled` of them
-    unsigned filled = 0;
     for (std::uint64_t i = 0; i < in_block; ++i) {
+      if (padded && in_line++ == layout_.per_block) {
+        out.seek(layout_.start(64 * b + i));
+        in_line = 1;
+      }
       for (std::uint32_t g = 0; g < row_words_; ++g) {
         const auto width = static_cast<unsigned>(std::min<std::uint64_t>(64, columns_ - 64 * std::uint64_t{g}));
-        const std::uint64_t x = transposed[std::size_t{g} * 64 + i] & low_bits(width);
-        pending |= x << filled;
-        if (filled + width < 64) {
-          filled += width;
-          continue;
-        }
-        *out++ |= pending;
-        pending = filled == 0 ? 0 : x >> (64 - filled);
-        filled = filled + width - 64;
+        out.append(transposed[std::size_t{g} * 64 + i] & low_bits(width), width);
       }
     }
-    if (filled != 0) *out |= pending;
   }
+  out.flush();
 }
 
 // Doubling: after the step that brings `run` to n, bit i is set when bits i..i+n-1 all were.

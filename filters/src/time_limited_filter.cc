@@ -478,7 +478,10 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
     fill.push_back(is_expired ? 0.0 : s.slice_stats.back().fill_ratio);
     if (!is_expired && slice.stamp_ns != kUnstamped && slice.insertions > 0) oldest_valid_stamp = slice.stamp_ns;
   }
-  for (const auto& segment : segments_) s.bits += segment->cell_bits();  // free columns are memory too
+  for (const auto& segment : segments_) {
+    s.bits += segment->cell_bits();  // free columns are memory too
+    s.padding_bits += segment->storage_bits() - segment->cell_bits();
+  }
   s.elements = elements_in_window(now_ns);
   s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
   s.estimated_fpr = sliced_fpr(params_.k, fill);
