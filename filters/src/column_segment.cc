@@ -12,6 +12,13 @@ constexpr std::size_t kPadWords = 3;
 constexpr std::uint64_t kLineBits = 512;
 // Line padding wastes at most this share of a line; beyond it rows stay packed back to back.
 constexpr std::uint64_t kMaxWasteShare = 4;
+constexpr std::uint64_t kLineWords = kLineBits / 64;
+// match() by lines keeps one line accumulator per row slot; more slots (narrow young segments) read rows.
+constexpr std::uint64_t kMaxLineSlots = 8;
+
+bool line_slots_apply(const RowLayout& layout) noexcept {
+  return layout.block_bits == kLineBits && layout.per_block <= kMaxLineSlots;
+}
 
 std::uint64_t low_bits(std::size_t n) noexcept { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
 
@@ -61,7 +68,8 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uin
       index_masks_(static_cast<std::size_t>(k) * row_words_, 0),
       index_used_(k, 0),
       column_index_(columns, 0),
-      scratch_(2 * (row_words_ + 1), 0) {}
+      line_masks_(line_slots_apply(layout_) ? std::size_t{k} * layout_.per_block * kLineWords : 0, 0),
+      scratch_(2 * (row_words_ + 1) + (line_slots_apply(layout_) ? layout_.per_block * kLineWords + 1 : 0), 0) {}
 
 std::uint64_t ColumnSegment::row_word(std::uint64_t row, std::uint32_t word) const noexcept {
   return bits_at(cells_.data(), layout_.start(row) + 64 * std::uint64_t{word});
@@ -72,35 +80,75 @@ void ColumnSegment::load_row(std::uint64_t row, std::uint64_t* out) const noexce
   for (std::uint32_t w = 0; w < row_words_; ++w) out[w] = row_word(row, w);
 }
 
+// A line-aligned row is one line: one request per row.
 void ColumnSegment::prefetch(const Probes& probes) const noexcept {
   const auto* bytes = reinterpret_cast<const char*>(cells_.data());
+  const bool one_line = layout_.block_bits == kLineBits;
   for (std::uint32_t j = 0; j < k_; ++j) {
     if (index_used_[j] == 0) continue;
     const std::uint64_t first = layout_.start(row_of(probes, j));
     __builtin_prefetch(bytes + (first >> 3));
-    __builtin_prefetch(bytes + ((first + columns_ - 1) >> 3));
+    if (!one_line) __builtin_prefetch(bytes + ((first + columns_ - 1) >> 3));
   }
 }
 
 void ColumnSegment::match(const Probes& probes, std::uint64_t* out, std::size_t offset) const noexcept {
   std::uint64_t* acc = scratch_.data();
-  std::uint64_t* row = acc + row_words_ + 1;
   std::fill(acc, acc + row_words_ + 1, 0);
-  for (std::uint32_t j = 0; j < k_; ++j) {
-    if (index_used_[j] == 0) continue;
-    load_row(row_of(probes, j), row);
-    const std::uint64_t* mask = &index_masks_[static_cast<std::size_t>(j) * row_words_];
-    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= row[w] & mask[w];
+  if (by_lines()) {
+    match_lines(probes, acc);
+  } else {
+    match_rows(probes, acc);
   }
   const std::uint32_t to_end = std::min(live_, columns_ - oldest_);
   or_bits(out, offset, acc, oldest_, to_end);
   or_bits(out, offset + to_end, acc, 0, live_ - to_end);
 }
 
+// ORs each hash index's row, masked to its columns, into acc (row_words_ words).
+void ColumnSegment::match_rows(const Probes& probes, std::uint64_t* acc) const noexcept {
+  std::uint64_t* row = acc + row_words_ + 1;
+  for (std::uint32_t j = 0; j < k_; ++j) {
+    if (index_used_[j] == 0) continue;
+    load_row(row_of(probes, j), row);
+    const std::uint64_t* mask = &index_masks_[static_cast<std::size_t>(j) * row_words_];
+    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= row[w] & mask[w];
+  }
+}
+
+// The same from whole lines: row j sits in slot s of its line, so the line ANDed with the index's mask at
+// slot s is ORed into slot s's accumulator; each slot's bits are then shifted down once.
+void ColumnSegment::match_lines(const Probes& probes, std::uint64_t* acc) const noexcept {
+  const std::uint64_t slots = layout_.per_block;
+  std::uint64_t* by_slot = acc + 2 * (row_words_ + 1);  // slots lines, then a zero word for bits_at
+  std::fill(by_slot, by_slot + slots * kLineWords + 1, 0);
+  std::uint64_t used = 0;  // slots that received a line
+  for (std::uint32_t j = 0; j < k_; ++j) {
+    if (index_used_[j] == 0) continue;
+    const std::uint64_t row = row_of(probes, j);
+    const std::uint64_t block = layout_.start(row) / kLineBits;
+    const std::uint64_t slot = row - block * slots;
+    const std::uint64_t* line = cells_.data() + block * kLineWords;
+    const std::uint64_t* mask = &line_masks_[(j * slots + slot) * kLineWords];
+    std::uint64_t* into = by_slot + slot * kLineWords;
+    for (std::uint64_t w = 0; w < kLineWords; ++w) into[w] |= line[w] & mask[w];
+    used |= std::uint64_t{1} << slot;
+  }
+  for (; used != 0; used &= used - 1) {
+    const auto slot = static_cast<std::uint64_t>(std::countr_zero(used));
+    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= bits_at(by_slot, slot * (kLineBits + columns_) + 64 * w);
+  }
+}
+
 void ColumnSegment::set_index_bit(std::uint32_t column, std::uint32_t hash_index, bool on) noexcept {
   std::uint64_t& word = index_masks_[static_cast<std::size_t>(hash_index) * row_words_ + column / 64];
   const std::uint64_t bit = std::uint64_t{1} << (column % 64);
   word = on ? (word | bit) : (word & ~bit);
+  for (std::uint64_t slot = 0; slot < layout_.per_block && by_lines(); ++slot) {
+    const std::uint64_t at = (std::uint64_t{hash_index} * layout_.per_block + slot) * kLineBits + slot * columns_ + column;
+    std::uint64_t& line_word = line_masks_[at / 64];
+    line_word = on ? (line_word | (std::uint64_t{1} << (at % 64))) : (line_word & ~(std::uint64_t{1} << (at % 64)));
+  }
   if (on) {
     ++index_used_[hash_index];
   } else {

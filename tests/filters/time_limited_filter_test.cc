@@ -459,6 +459,35 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
   }
 }
 
+// A query ORs, for each live column oldest first, the bit of the row its hash index picks: by whole lines
+// (rows packed into lines) or by rows (back to back, or too many rows a line), the same bits.
+TEST(ColumnSegment, MatchIsTheKeysBitOfEveryLiveColumnInAgeOrder) {
+  std::mt19937_64 rng(85);
+  const std::uint32_t k = 5;
+  for (const std::uint32_t width : {1U, 3U, 60U, 100U, 150U, 180U, 200U, 400U, 600U}) {
+    const std::uint64_t rows = 2000;
+    detail::ColumnSegment segment(rows, width, k);
+    std::vector<std::uint32_t> index_of(width);
+    auto push = [&](std::uint32_t j) { index_of[segment.push(j)] = j; };
+    for (std::uint32_t c = 0; c < width; ++c) push(static_cast<std::uint32_t>(rng() % k));
+    for (std::uint32_t i = 0; i < width / 3; ++i) segment.pop();  // a wrapped ring
+    for (std::uint32_t i = 0; i < width / 4; ++i) push(static_cast<std::uint32_t>(rng() % k));
+    for (int i = 0; i < 400 * static_cast<int>(width); ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % width));
+    for (int trial = 0; trial < 300; ++trial) {
+      const detail::Probes probes(KeyHash{rng()}, k);
+      const std::size_t offset = rng() % 70;
+      std::vector<std::uint64_t> got((offset + width + 63) / 64 + 2, 0);
+      segment.match(probes, got.data(), offset);
+      for (std::uint32_t age = 0; age < segment.live(); ++age) {
+        const std::uint32_t c = segment.column_of_age(age);
+        const bool expected = segment.test(segment.row_of(probes, index_of[c]), c);
+        const std::size_t at = offset + age;
+        ASSERT_EQ(((got[at / 64] >> (at % 64)) & 1U) != 0, expected) << width << " " << trial << " " << age;
+      }
+    }
+  }
+}
+
 // Retiring the oldest column clears its bit in every row and no other; a repacked segment (another
 // column count, so another row layout) holds the same bits by age.
 TEST(ColumnSegment, PopAndRepackKeepEveryOtherBit) {

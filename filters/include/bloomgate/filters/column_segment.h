@@ -99,6 +99,9 @@ class ColumnSegment {
  private:
   std::uint64_t row_word(std::uint64_t row, std::uint32_t word) const noexcept;
   void load_row(std::uint64_t row, std::uint64_t* out) const noexcept;
+  bool by_lines() const noexcept { return !line_masks_.empty(); }
+  void match_rows(const Probes& probes, std::uint64_t* acc) const noexcept;
+  void match_lines(const Probes& probes, std::uint64_t* acc) const noexcept;
   void set_index_bit(std::uint32_t column, std::uint32_t hash_index, bool on) noexcept;
 
   std::uint64_t rows_;
@@ -114,7 +117,11 @@ class ColumnSegment {
   std::vector<std::uint64_t> index_masks_;    // k rows of row_words_: the live columns of hash index j
   std::vector<std::uint32_t> index_used_;     // live columns per hash index
   std::vector<std::uint32_t> column_index_;   // hash index of each column
-  mutable std::vector<std::uint64_t> scratch_;  // 2 * row_words_ words
+  // Line-aligned layouts of up to kMaxLineSlots rows a line: index_masks_ placed at each row slot of a
+  // line (k x R lines of 8 words), so a query ANDs whole lines, one per row, into one accumulator per slot
+  // and lines up R accumulators instead of k rows. Empty otherwise.
+  std::vector<std::uint64_t> line_masks_;
+  mutable std::vector<std::uint64_t> scratch_;  // the accumulators of match()
 };
 
 // The first window of k consecutive ones in `bits` (n bits, bit i = the slice at position n-1-i, so
