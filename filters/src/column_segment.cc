@@ -145,7 +145,8 @@ void ColumnSegment::set_index_bit(std::uint32_t column, std::uint32_t hash_index
   const std::uint64_t bit = std::uint64_t{1} << (column % 64);
   word = on ? (word | bit) : (word & ~bit);
   for (std::uint64_t slot = 0; slot < layout_.per_block && by_lines(); ++slot) {
-    const std::uint64_t at = (std::uint64_t{hash_index} * layout_.per_block + slot) * kLineBits + slot * columns_ + column;
+    const std::uint64_t line = std::uint64_t{hash_index} * layout_.per_block + slot;
+    const std::uint64_t at = line * kLineBits + slot * columns_ + column;
     std::uint64_t& line_word = line_masks_[at / 64];
     line_word = on ? (line_word | (std::uint64_t{1} << (at % 64))) : (line_word & ~(std::uint64_t{1} << (at % 64)));
   }

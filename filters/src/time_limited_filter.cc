@@ -57,8 +57,9 @@ bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexce
 // slices, one column each; a rate change opening a segment every slide or two), it walks the slices as
 // b.5 does instead, which stops at the first few misses.
 constexpr std::uint64_t kMaxRowReadsPerK = 3;
-// A batch queried by rows requests the rows of the next key only: measured at 64 MiB and 1e-4 (two runs
-// each), 15.7 / 15.0 x the split-block filter with 1 key ahead, 16.2 / 16.2 with 2, 16.7 / 16.7 with 4.
+// A batch queried by rows requests the rows of the next key only. A scratch driver at 64 MiB and 1e-4 (two
+// runs each, median of 10 blocks, noisy) gave 15.7 / 15.0 x its split-block filter with 1 key ahead, 16.2 /
+// 16.2 with 2, 16.7 / 16.7 with 4: more rows in flight wait for the miss buffers instead of overlapping.
 constexpr std::size_t kRowBatchLookahead = 1;
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {

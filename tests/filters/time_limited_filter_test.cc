@@ -472,7 +472,7 @@ TEST(ColumnSegment, MatchIsTheKeysBitOfEveryLiveColumnInAgeOrder) {
     for (std::uint32_t c = 0; c < width; ++c) push(static_cast<std::uint32_t>(rng() % k));
     for (std::uint32_t i = 0; i < width / 3; ++i) segment.pop();  // a wrapped ring
     for (std::uint32_t i = 0; i < width / 4; ++i) push(static_cast<std::uint32_t>(rng() % k));
-    for (int i = 0; i < 400 * static_cast<int>(width); ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % width));
+    for (std::uint32_t i = 0; i < 400 * width; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % width));
     for (int trial = 0; trial < 300; ++trial) {
       const detail::Probes probes(KeyHash{rng()}, k);
       const std::size_t offset = rng() % 70;
@@ -499,7 +499,9 @@ TEST(ColumnSegment, PopAndRepackKeepEveryOtherBit) {
   detail::ColumnSegment before = segment;
   segment.pop();
   for (std::uint32_t c = 0; c < 100; ++c) {
-    for (std::uint64_t r = 0; r < rows; ++r) ASSERT_EQ(segment.test(r, c), c != 0 && before.test(r, c)) << c << " " << r;
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(segment.test(r, c), c != 0 && before.test(r, c)) << c << " " << r;
+    }
   }
   for (const std::uint32_t columns : {99U, 180U, 400U}) {
     const auto copy = segment.repacked(columns);

@@ -111,8 +111,8 @@ class ColumnSegment {
   RowLayout layout_;
   std::uint32_t oldest_ = 0;
   std::uint32_t live_ = 0;
-  // The rows as layout_ places them, then padding. A 256 MiB segment on small pages adds a page walk to every row
-  // read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
+  // The rows as layout_ places them, then padding. A 256 MiB segment on small pages adds a page walk to
+  // every row read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
   std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> cells_;
   std::vector<std::uint64_t> index_masks_;    // k rows of row_words_: the live columns of hash index j
   std::vector<std::uint32_t> index_used_;     // live columns per hash index
