@@ -34,6 +34,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bloomgate/filters/bit_slice.h"
+#include "bloomgate/filters/column_segment.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/hash.h"
 #include "bloomgate/filters/options.h"
@@ -435,7 +436,7 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
                warmup_s * 1e9 / static_cast<double>(std::max<std::uint64_t>(warmup, 1)));
   {
     const filters::FilterStats s = f.stats(stream.now());
-    result.mib = static_cast<double>(s.bits) / 8.0 / kMiB;
+    result.mib = static_cast<double>(s.bits + s.padding_bits) / 8.0 / kMiB;  // real memory, for the ratio
     result.slices = s.slices;
     result.k = s.k;
     result.l = s.l;
@@ -652,12 +653,15 @@ void print_rate(const RateReport& r) {
                 in.k);
     if (entry->type == FilterType::kTimeLimited) {
       // Slices of 2^16 bits or more sharing a size are stored transposed (column_segment.h): k row reads of
-      // about one column per slice, each within one line or straddling two.
+      // about one column per slice; a row of up to 512 bits packed into lines is one line, else it straddles
+      // two with probability ~(bytes - 1) / 64.
+      const filters::detail::RowLayout layout = filters::detail::RowLayout::for_columns(in.slices, 1);
       const double row_bytes = static_cast<double>(in.slices) / 8;
+      const double lines = layout.block_bits == 512 ? 1.0 : 1 + (row_bytes - 1) / 64;
       std::printf("  %-16s   that models the b.5 walk (slices under 2^16 bits); larger slices sharing a size form one segment, "
-                  "and a query\n  %-16s   reads k=%u rows of ~%" PRIu64 " bits instead: ~%.1f cache lines, all independent, "
-                  "and the insertion writes the same rows\n",
-                  "", "", in.k, in.slices, in.k * (1 + (row_bytes - 1) / 64));
+                  "and a query\n  %-16s   reads k=%u rows of ~%" PRIu64 " bits instead (%s): ~%.1f cache lines, all "
+                  "independent, and the insertion writes the same rows\n",
+                  "", "", in.k, in.slices, layout.block_bits == 512 ? "line-aligned" : "back to back", in.k * lines);
     }
   }
   print_batches(r);
@@ -982,7 +986,7 @@ int run(Config config) {
                std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count());
   print_targets(ts);
   std::printf("\nSpeed ratios divide by the split-block Bloom filter timed in the same run on the same stream "
-              "(lower is better);\nmemory ratios divide the exact TTL set's counted bytes by the filter's bits/8 "
+              "(lower is better);\nmemory ratios divide the exact TTL set's counted bytes by the filter's memory ((bits + padding)/8) "
               "for the same window (higher is better).\nTargets are reported, never enforced: a MISS does not "
               "change the exit code.\n");
 

@@ -225,7 +225,7 @@ struct ServiceMetrics::PartitionSeries {
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) advance(*by_reason[i], p.dead_letters_by_reason[i]);
     slices.Set(static_cast<double>(p.filter.slices));
     bits.Set(static_cast<double>(p.filter.bits));
-    memory.Set(static_cast<double>(p.filter.bits) / 8);
+    memory.Set(static_cast<double>(p.filter.bits + p.filter.padding_bits) / 8);  // line padding is memory too
     elements.Set(static_cast<double>(p.filter.elements));
     bits_per_element.Set(p.filter.bits_per_element);
     estimated_fpr.Set(p.filter.estimated_fpr);

@@ -121,7 +121,7 @@ void ColumnRestore::run(const Job& job) {
 }
 
 // The runs still queued and the last one are split by blocks: the thread sweeps the first half, this one
-// the second, so the two never write the same word (scatter_runs).
+// the second, split where no word holds rows of both (ColumnSegment::shared_word_free).
 std::unique_ptr<ColumnSegment> ColumnRestore::finish() {
   if (!worker_.joinable()) return nullptr;
   std::unique_lock lock(mutex_);
@@ -133,8 +133,9 @@ std::unique_ptr<ColumnSegment> ColumnRestore::finish() {
   if (error_) std::rethrow_exception(error_);
   if (given_up_ || runs_done_ != added_.size()) return nullptr;
   const std::uint64_t blocks = (rows_ + 63) / 64;
-  queue_.push_back(Job{left.runs, 0, blocks / 2});
-  left.block_begin = blocks / 2;
+  const std::uint64_t half = segment_->shared_word_free(blocks / 2);
+  queue_.push_back(Job{left.runs, 0, half});
+  left.block_begin = half;
   left.block_end = blocks;
   lock.unlock();
   wake_.notify_one();

@@ -10,6 +10,16 @@ namespace {
 
 // Padding past the last row: a row read takes the word after the one it starts in.
 constexpr std::size_t kPadWords = 3;
+constexpr std::uint64_t kLineBits = 512;
+// Line padding wastes at most this share of a line; beyond it rows stay packed back to back.
+constexpr std::uint64_t kMaxWasteShare = 4;
+constexpr std::uint64_t kLineWords = kLineBits / 64;
+// match() by lines keeps one line accumulator per row slot; more slots (narrow young segments) read rows.
+constexpr std::uint64_t kMaxLineSlots = 8;
+
+bool line_slots_apply(const RowLayout& layout) noexcept {
+  return layout.block_bits == kLineBits && layout.per_block <= kMaxLineSlots;
+}
 
 std::uint64_t low_bits(std::size_t n) noexcept { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
 
@@ -36,55 +46,111 @@ void or_bits(std::uint64_t* dst, std::uint64_t to, const std::uint64_t* src, std
 
 }  // namespace
 
+RowLayout RowLayout::for_columns(std::uint64_t columns, std::uint64_t rows) noexcept {
+  RowLayout layout;
+  layout.columns = columns;
+  layout.block_bits = columns;
+  const std::uint64_t per_line = columns == 0 ? 0 : kLineBits / columns;
+  if (per_line == 0 || rows >= (std::uint64_t{1} << 55)) return layout;
+  if (kMaxWasteShare * (kLineBits - per_line * columns) > kLineBits) return layout;
+  layout.per_block = per_line;
+  layout.block_bits = kLineBits;
+  layout.magic = per_line == 1 ? 0 : ~std::uint64_t{0} / per_line + 1;
+  return layout;
+}
+
 ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uint32_t k)
     : rows_(rows),
       columns_(columns),
       k_(k),
       row_words_((columns + 63) / 64),
-      cells_((rows * columns + 63) / 64 + kPadWords, 0),
+      layout_(RowLayout::for_columns(columns, rows)),
+      cells_((layout_.blocks(rows) * layout_.block_bits + 63) / 64 + kPadWords, 0),
       index_masks_(static_cast<std::size_t>(k) * row_words_, 0),
       index_used_(k, 0),
       column_index_(columns, 0),
-      scratch_(2 * (row_words_ + 1), 0) {}
+      line_masks_(line_slots_apply(layout_) ? std::size_t{k} * layout_.per_block * kLineWords : 0, 0),
+      scratch_(2 * (row_words_ + 1) + (line_slots_apply(layout_) ? layout_.per_block * kLineWords + 1 : 0), 0) {}
 
 std::uint64_t ColumnSegment::row_word(std::uint64_t row, std::uint32_t word) const noexcept {
-  return bits_at(cells_.data(), row * columns_ + 64 * std::uint64_t{word});
+  return bits_at(cells_.data(), layout_.start(row) + 64 * std::uint64_t{word});
 }
 
-// Bits past the last column come from the next row; the index masks are zero there.
+// Bits past the last column come from the next row or the line's padding; the index masks are zero there.
 void ColumnSegment::load_row(std::uint64_t row, std::uint64_t* out) const noexcept {
   for (std::uint32_t w = 0; w < row_words_; ++w) out[w] = row_word(row, w);
 }
 
+// A line-aligned row is one line: one request per row.
 void ColumnSegment::prefetch(const Probes& probes) const noexcept {
   const auto* bytes = reinterpret_cast<const char*>(cells_.data());
+  const bool one_line = layout_.block_bits == kLineBits;
   for (std::uint32_t j = 0; j < k_; ++j) {
     if (index_used_[j] == 0) continue;
-    const std::uint64_t first = row_of(probes, j) * columns_;
+    const std::uint64_t first = layout_.start(row_of(probes, j));
     __builtin_prefetch(bytes + (first >> 3));
-    __builtin_prefetch(bytes + ((first + columns_ - 1) >> 3));
+    if (!one_line) __builtin_prefetch(bytes + ((first + columns_ - 1) >> 3));
   }
 }
 
 void ColumnSegment::match(const Probes& probes, std::uint64_t* out, std::size_t offset) const noexcept {
   std::uint64_t* acc = scratch_.data();
-  std::uint64_t* row = acc + row_words_ + 1;
   std::fill(acc, acc + row_words_ + 1, 0);
-  for (std::uint32_t j = 0; j < k_; ++j) {
-    if (index_used_[j] == 0) continue;
-    load_row(row_of(probes, j), row);
-    const std::uint64_t* mask = &index_masks_[static_cast<std::size_t>(j) * row_words_];
-    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= row[w] & mask[w];
+  if (by_lines()) {
+    match_lines(probes, acc);
+  } else {
+    match_rows(probes, acc);
   }
   const std::uint32_t to_end = std::min(live_, columns_ - oldest_);
   or_bits(out, offset, acc, oldest_, to_end);
   or_bits(out, offset + to_end, acc, 0, live_ - to_end);
 }
 
+// ORs each hash index's row, masked to its columns, into acc (row_words_ words).
+void ColumnSegment::match_rows(const Probes& probes, std::uint64_t* acc) const noexcept {
+  std::uint64_t* row = acc + row_words_ + 1;
+  for (std::uint32_t j = 0; j < k_; ++j) {
+    if (index_used_[j] == 0) continue;
+    load_row(row_of(probes, j), row);
+    const std::uint64_t* mask = &index_masks_[static_cast<std::size_t>(j) * row_words_];
+    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= row[w] & mask[w];
+  }
+}
+
+// The same from whole lines: row j sits in slot s of its line, so the line ANDed with the index's mask at
+// slot s is ORed into slot s's accumulator; each slot's bits are then shifted down once.
+void ColumnSegment::match_lines(const Probes& probes, std::uint64_t* acc) const noexcept {
+  const std::uint64_t slots = layout_.per_block;
+  std::uint64_t* by_slot = acc + 2 * (row_words_ + 1);  // slots lines, then a zero word for bits_at
+  std::fill(by_slot, by_slot + slots * kLineWords + 1, 0);
+  std::uint64_t used = 0;  // slots that received a line
+  for (std::uint32_t j = 0; j < k_; ++j) {
+    if (index_used_[j] == 0) continue;
+    const std::uint64_t row = row_of(probes, j);
+    const std::uint64_t block = layout_.start(row) / kLineBits;
+    const std::uint64_t slot = row - block * slots;
+    const std::uint64_t* line = cells_.data() + block * kLineWords;
+    const std::uint64_t* mask = &line_masks_[(j * slots + slot) * kLineWords];
+    std::uint64_t* into = by_slot + slot * kLineWords;
+    for (std::uint64_t w = 0; w < kLineWords; ++w) into[w] |= line[w] & mask[w];
+    used |= std::uint64_t{1} << slot;
+  }
+  for (; used != 0; used &= used - 1) {
+    const auto slot = static_cast<std::uint64_t>(std::countr_zero(used));
+    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= bits_at(by_slot, slot * (kLineBits + columns_) + 64 * w);
+  }
+}
+
 void ColumnSegment::set_index_bit(std::uint32_t column, std::uint32_t hash_index, bool on) noexcept {
   std::uint64_t& word = index_masks_[static_cast<std::size_t>(hash_index) * row_words_ + column / 64];
   const std::uint64_t bit = std::uint64_t{1} << (column % 64);
   word = on ? (word | bit) : (word & ~bit);
+  for (std::uint64_t slot = 0; slot < layout_.per_block && by_lines(); ++slot) {
+    const std::uint64_t line = std::uint64_t{hash_index} * layout_.per_block + slot;
+    const std::uint64_t at = line * kLineBits + slot * columns_ + column;
+    std::uint64_t& line_word = line_masks_[at / 64];
+    line_word = on ? (line_word | (std::uint64_t{1} << (at % 64))) : (line_word & ~(std::uint64_t{1} << (at % 64)));
+  }
   if (on) {
     ++index_used_[hash_index];
   } else {
@@ -103,8 +169,13 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
 // One bit per row, so this touches every line of the segment: once per generation.
 void ColumnSegment::pop() noexcept {
   const std::uint32_t column = oldest_;
-  std::uint64_t bit = column;
-  for (std::uint64_t r = 0; r < rows_; ++r, bit += columns_) cells_[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
+  std::uint64_t row = 0;
+  for (std::uint64_t block = 0; row < rows_; block += layout_.block_bits) {
+    std::uint64_t bit = block + column;
+    for (std::uint64_t i = 0; i < layout_.per_block && row < rows_; ++i, ++row, bit += columns_) {
+      cells_[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
+    }
+  }
   set_index_bit(column, column_index_[column], false);
   oldest_ = (oldest_ + 1) % columns_;
   --live_;
@@ -117,8 +188,9 @@ std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t columns) co
   for (std::uint64_t r = 0; r < rows_; ++r) {
     load_row(r, row.data());
     row[row_words_ - 1] &= low_bits(columns_ - 64 * (row_words_ - 1));
-    or_bits(out->cells_.data(), r * columns, row.data(), oldest_, to_end);
-    or_bits(out->cells_.data(), r * columns + to_end, row.data(), 0, live_ - to_end);
+    const std::uint64_t at = out->layout_.start(r);
+    or_bits(out->cells_.data(), at, row.data(), oldest_, to_end);
+    or_bits(out->cells_.data(), at + to_end, row.data(), 0, live_ - to_end);
   }
   for (std::uint32_t age = 0; age < live_; ++age) out->push(column_index_[column_of_age(age)]);
   return out;
@@ -225,8 +297,9 @@ void ColumnSegment::scatter(const std::vector<std::uint32_t>& columns,
 
 // Per chunk of 8 blocks and run, one cache line of each of the run's columns is copied into `lines` (up to
 // 64 loads from as many streams, all in flight at once, the next chunk's lines requested ahead), then each
-// block is transposed out of it. A row's bits of the run are ORed in at bit r * C + first; the second word
-// only when the run's bits reach it, so that a call writes no word outside its blocks. The chunk's cells
+// block is transposed out of it. A row's bits of the run are ORed in at bit layout_.start(r) + first; the
+// second word only when the run's bits reach it, so that a call writes no word outside its rows' lines (or,
+// packed back to back, outside its blocks). The chunk's cells
 // (8 * C words) stay in cache from one run to the next.
 void ColumnSegment::scatter_runs(std::span<const ColumnRun> runs, std::uint64_t block_begin,
                                  std::uint64_t block_end) noexcept {
@@ -253,12 +326,21 @@ void ColumnSegment::scatter_runs(std::span<const ColumnRun> runs, std::uint64_t 
         transpose64(a);
         const std::uint64_t row0 = 64 * (b0 + c);
         const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - row0);
-        std::uint64_t bit = row0 * columns_ + run.first;
-        for (std::uint64_t i = 0; i < in_block; ++i, bit += columns_) {
+        // Row by row through layout_ without a division per row: the next row is C bits on, or at the
+        // start of the next line once the line's R slots are used.
+        std::uint64_t slot = row0 % layout_.per_block;
+        std::uint64_t bit = layout_.start(row0) + run.first;
+        for (std::uint64_t i = 0; i < in_block; ++i) {
           const unsigned shift = bit & 63;
           std::uint64_t* out = cells_.data() + (bit >> 6);
           out[0] |= a[i] << shift;
           if (shift + width > 64) out[1] |= a[i] >> (64 - shift);
+          if (++slot == layout_.per_block) {
+            bit += layout_.block_bits - (layout_.per_block - 1) * columns_;
+            slot = 0;
+          } else {
+            bit += columns_;
+          }
         }
       }
     }

@@ -404,30 +404,114 @@ TEST(TransposedQuery, AgreesWithTheSliceWalkOnRandomPatterns) {
   }
 }
 
+// Rows of up to 512 bits are packed whole into 64-byte lines when the padding wastes at most a quarter
+// of a line, so a row read is one line; the row -> bit mapping must stay exact without a division.
+TEST(RowLayout, RowsStayInsideOneLineAndStartWhereDivisionSays) {
+  for (const std::uint64_t columns : {1ULL, 3ULL, 100ULL, 157ULL, 170ULL, 192ULL, 244ULL, 384ULL, 512ULL}) {
+    const detail::RowLayout layout = detail::RowLayout::for_columns(columns, 1ULL << 40);
+    ASSERT_EQ(layout.block_bits, 512U) << columns;
+    ASSERT_EQ(layout.per_block, 512 / columns) << columns;
+    for (const std::uint64_t row : {0ULL, 1ULL, 2ULL, 3ULL, 511ULL, 512ULL, 123'456'789ULL, (1ULL << 40) - 1}) {
+      const std::uint64_t start = layout.start(row);
+      ASSERT_EQ(start, row / layout.per_block * 512 + row % layout.per_block * columns) << columns << " " << row;
+      ASSERT_EQ(start / 512, (start + columns - 1) / 512) << "row " << row << " of " << columns << " bits straddles";
+    }
+  }
+  // Two rows per line at 171 bits would leave a third of it empty; such rows stay back to back.
+  for (const std::uint64_t columns : {171ULL, 191ULL, 257ULL, 383ULL, 600ULL}) {
+    const detail::RowLayout layout = detail::RowLayout::for_columns(columns, 1000);
+    EXPECT_EQ(layout.start(7), 7 * columns) << columns;
+  }
+  detail::ColumnSegment padded(1000, 157, 3);
+  EXPECT_EQ(padded.cell_bits(), 157'000U);
+  EXPECT_EQ(padded.storage_bits(), 334 * 512U);  // ceil(1000 / 3) lines
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(padded.cells()) % 64, 0U);
+}
+
 // A checkpoint gathers columns into slice words and a restore scatters them back, 64 x 64 bits at a time:
-// both must agree with the bits one by one, for sizes that are not multiples of 64 and a wrapped ring.
+// both must agree with the bits one by one, for sizes that are not multiples of 64, a wrapped ring, and
+// rows packed into lines (5, 3 or 2 a line), back to back (180), or one a line.
 TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
   std::mt19937_64 rng(83);
-  for (const std::uint64_t rows : {1000ULL, 4096ULL}) {
-    detail::ColumnSegment segment(rows, 150, 3);
-    for (std::uint32_t c = 0; c < 150; ++c) segment.push(c % 3);
-    for (int i = 0; i < 40; ++i) segment.pop();
-    for (std::uint32_t c = 0; c < 40; ++c) segment.push(c % 3);
-    for (int i = 0; i < 20'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % 150));
-    std::vector<std::uint32_t> columns = {0, 1, 63, 64, 65, 127, 128, 149};
-    const auto words = segment.gather(columns);
-    for (std::size_t n = 0; n < columns.size(); ++n) {
-      for (std::uint64_t r = 0; r < rows; ++r) {
-        ASSERT_EQ(((words[n][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, columns[n])) << columns[n] << " " << r;
+  for (const std::uint32_t width : {100U, 150U, 180U, 200U, 400U}) {
+    for (const std::uint64_t rows : {1000ULL, 4096ULL}) {
+      detail::ColumnSegment segment(rows, width, 3);
+      for (std::uint32_t c = 0; c < width; ++c) segment.push(c % 3);
+      for (int i = 0; i < 40; ++i) segment.pop();
+      for (std::uint32_t c = 0; c < 40; ++c) segment.push(c % 3);
+      for (int i = 0; i < 20'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % width));
+      std::vector<std::uint32_t> columns = {0, 1, 63, 64, 65, width - 2, width - 1};
+      const auto words = segment.gather(columns);
+      for (std::size_t n = 0; n < columns.size(); ++n) {
+        for (std::uint64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(((words[n][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, columns[n])) << columns[n] << " " << r;
+        }
+      }
+      detail::ColumnSegment copy(rows, width, 3);
+      std::vector<const std::uint64_t*> pointers;
+      for (const auto& w : words) pointers.push_back(w.data());
+      copy.scatter(columns, pointers);
+      for (std::uint32_t c = 0; c < width; ++c) {
+        const bool scattered = std::find(columns.begin(), columns.end(), c) != columns.end();
+        for (std::uint64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(copy.test(r, c), scattered && segment.test(r, c)) << width << " " << c << " " << r;
+        }
       }
     }
-    detail::ColumnSegment copy(rows, 150, 3);
-    std::vector<const std::uint64_t*> pointers;
-    for (const auto& w : words) pointers.push_back(w.data());
-    copy.scatter(columns, pointers);
-    for (std::uint32_t c = 0; c < 150; ++c) {
-      const bool scattered = std::find(columns.begin(), columns.end(), c) != columns.end();
-      for (std::uint64_t r = 0; r < rows; ++r) ASSERT_EQ(copy.test(r, c), scattered && segment.test(r, c)) << c << " " << r;
+  }
+}
+
+// A query ORs, for each live column oldest first, the bit of the row its hash index picks: by whole lines
+// (rows packed into lines) or by rows (back to back, or too many rows a line), the same bits.
+TEST(ColumnSegment, MatchIsTheKeysBitOfEveryLiveColumnInAgeOrder) {
+  std::mt19937_64 rng(85);
+  const std::uint32_t k = 5;
+  for (const std::uint32_t width : {1U, 3U, 60U, 100U, 150U, 180U, 200U, 400U, 600U}) {
+    const std::uint64_t rows = 2000;
+    detail::ColumnSegment segment(rows, width, k);
+    std::vector<std::uint32_t> index_of(width);
+    auto push = [&](std::uint32_t j) { index_of[segment.push(j)] = j; };
+    for (std::uint32_t c = 0; c < width; ++c) push(static_cast<std::uint32_t>(rng() % k));
+    for (std::uint32_t i = 0; i < width / 3; ++i) segment.pop();  // a wrapped ring
+    for (std::uint32_t i = 0; i < width / 4; ++i) push(static_cast<std::uint32_t>(rng() % k));
+    for (std::uint32_t i = 0; i < 400 * width; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % width));
+    for (int trial = 0; trial < 300; ++trial) {
+      const detail::Probes probes(KeyHash{rng()}, k);
+      const std::size_t offset = rng() % 70;
+      std::vector<std::uint64_t> got((offset + width + 63) / 64 + 2, 0);
+      segment.match(probes, got.data(), offset);
+      for (std::uint32_t age = 0; age < segment.live(); ++age) {
+        const std::uint32_t c = segment.column_of_age(age);
+        const bool expected = segment.test(segment.row_of(probes, index_of[c]), c);
+        const std::size_t at = offset + age;
+        ASSERT_EQ(((got[at / 64] >> (at % 64)) & 1U) != 0, expected) << width << " " << trial << " " << age;
+      }
+    }
+  }
+}
+
+// Retiring the oldest column clears its bit in every row and no other; a repacked segment (another
+// column count, so another row layout) holds the same bits by age.
+TEST(ColumnSegment, PopAndRepackKeepEveryOtherBit) {
+  std::mt19937_64 rng(84);
+  const std::uint64_t rows = 3000;
+  detail::ColumnSegment segment(rows, 100, 4);
+  for (std::uint32_t c = 0; c < 100; ++c) segment.push(c % 4);
+  for (int i = 0; i < 60'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % 100));
+  detail::ColumnSegment before = segment;
+  segment.pop();
+  for (std::uint32_t c = 0; c < 100; ++c) {
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(segment.test(r, c), c != 0 && before.test(r, c)) << c << " " << r;
+    }
+  }
+  for (const std::uint32_t columns : {99U, 180U, 400U}) {
+    const auto copy = segment.repacked(columns);
+    for (std::uint32_t age = 0; age < segment.live(); ++age) {
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(copy->test(r, copy->column_of_age(age)), segment.test(r, segment.column_of_age(age)))
+            << columns << " " << age << " " << r;
+      }
     }
   }
 }

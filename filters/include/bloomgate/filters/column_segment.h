@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <vector>
 
@@ -21,6 +22,29 @@
 #include "bloomgate/filters/huge_page_allocator.h"
 
 namespace bloomgate::filters::detail {
+
+// Where a segment's rows lie. Out of cache every line a query touches is a miss, and a row of C bits
+// packed right after the previous one straddles two lines with probability ~C/512, so when C <= 512
+// the rows are packed R = floor(512 / C) to a 64-byte line and the next row starts on the next line: a
+// row is then one line. The bits left over at the end of a line are memory but no slice's bits
+// (ColumnSegment::storage_bits). When that would waste more than a quarter of the line (C of 171 to 191
+// or 257 to 383), rows stay packed back to back, as before.
+struct RowLayout {
+  std::uint64_t columns = 1;    // C: bits per row
+  std::uint64_t per_block = 1;  // R: rows per block
+  std::uint64_t block_bits = 1; // a block's bits: 512 when rows are line-aligned, else C
+  std::uint64_t magic = 0;      // ceil(2^64 / R) for R >= 2: row / R without a division
+
+  static RowLayout for_columns(std::uint64_t columns, std::uint64_t rows) noexcept;
+  std::uint64_t blocks(std::uint64_t rows) const noexcept { return (rows + per_block - 1) / per_block; }
+  // Exact for R <= 512 and rows below 2^55 (the error of the multiply-shift stays under 1 / R).
+  std::uint64_t start(std::uint64_t row) const noexcept {
+    if (per_block == 1) return row * block_bits;
+    __extension__ using Wide = unsigned __int128;
+    const auto block = static_cast<std::uint64_t>((static_cast<Wide>(row) * magic) >> 64);
+    return block * block_bits + (row - block * per_block) * columns;
+  }
+};
 
 class ColumnSegment {
  public:
@@ -31,6 +55,9 @@ class ColumnSegment {
   std::uint32_t live() const noexcept { return live_; }
   bool full() const noexcept { return live_ == columns_; }
   std::uint64_t cell_bits() const noexcept { return rows_ * columns_; }
+  // The memory of the cells, the line padding included (not the few words past the end).
+  std::uint64_t storage_bits() const noexcept { return layout_.blocks(rows_) * layout_.block_bits; }
+  const RowLayout& layout() const noexcept { return layout_; }
   std::uint32_t row_reads() const noexcept { return live_ < k_ ? live_ : k_; }  // per query
   std::uint64_t* cells() noexcept { return cells_.data(); }
 
@@ -38,12 +65,12 @@ class ColumnSegment {
     return fast_range(probes.value[hash_index], rows_);
   }
   bool test(std::uint64_t row, std::uint32_t column) const noexcept {
-    const std::uint64_t bit = row * columns_ + column;
+    const std::uint64_t bit = layout_.start(row) + column;
     return ((cells_[bit >> 6] >> (bit & 63)) & 1U) != 0;
   }
   // True when the bit was clear, so callers can count set bits without scanning.
   bool set(std::uint64_t row, std::uint32_t column) noexcept {
-    const std::uint64_t bit = row * columns_ + column;
+    const std::uint64_t bit = layout_.start(row) + column;
     const std::uint64_t mask = std::uint64_t{1} << (bit & 63);
     const bool was_clear = (cells_[bit >> 6] & mask) == 0;
     cells_[bit >> 6] |= mask;
@@ -76,31 +103,46 @@ class ColumnSegment {
     std::uint32_t first = 0;
     std::span<const std::uint64_t* const> words;
   };
-  // ORs the runs' columns into the rows of blocks [block_begin, block_end) (64 rows each), which are the
-  // words [block_begin * C, block_end * C): a restore scatters runs as soon as their records are read, and
-  // splits the last one across threads by blocks. Calls with disjoint block ranges may run at the same time.
-  // All runs of a call go in one sweep over the cells (one pass through memory, not one per run).
+  // ORs the runs' columns into the rows of blocks [block_begin, block_end) (64 rows each): a restore
+  // scatters runs as soon as their records are read, and splits the last one across threads by blocks.
+  // Calls with disjoint block ranges may run at the same time when every boundary between them is a
+  // shared_word_free() block. All runs of a call go in one sweep over the cells (one pass through memory,
+  // not one per run).
   void scatter_runs(std::span<const ColumnRun> runs, std::uint64_t block_begin, std::uint64_t block_end) noexcept;
   std::uint64_t blocks() const noexcept { return (rows_ + 63) / 64; }
+  // The last block at or before `block` whose first row starts a line of rows (or, packed back to back,
+  // any block: 64 rows of C bits are C whole words), so that rows on either side share no word.
+  std::uint64_t shared_word_free(std::uint64_t block) const noexcept {
+    const std::uint64_t line_period_blocks = layout_.per_block / std::gcd(layout_.per_block, std::uint64_t{64});
+    return block - block % line_period_blocks;
+  }
 
  private:
   std::uint64_t row_word(std::uint64_t row, std::uint32_t word) const noexcept;
   void load_row(std::uint64_t row, std::uint64_t* out) const noexcept;
+  bool by_lines() const noexcept { return !line_masks_.empty(); }
+  void match_rows(const Probes& probes, std::uint64_t* acc) const noexcept;
+  void match_lines(const Probes& probes, std::uint64_t* acc) const noexcept;
   void set_index_bit(std::uint32_t column, std::uint32_t hash_index, bool on) noexcept;
 
   std::uint64_t rows_;
   std::uint32_t columns_;
   std::uint32_t k_;
   std::uint32_t row_words_;  // ceil(columns / 64)
+  RowLayout layout_;
   std::uint32_t oldest_ = 0;
   std::uint32_t live_ = 0;
-  // rows * columns bits, then padding. A 256 MiB segment on small pages adds a page walk to every row
-  // read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
+  // The rows as layout_ places them, then padding. A 256 MiB segment on small pages adds a page walk to
+  // every row read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
   std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> cells_;
   std::vector<std::uint64_t> index_masks_;    // k rows of row_words_: the live columns of hash index j
   std::vector<std::uint32_t> index_used_;     // live columns per hash index
   std::vector<std::uint32_t> column_index_;   // hash index of each column
-  mutable std::vector<std::uint64_t> scratch_;  // 2 * row_words_ words
+  // Line-aligned layouts of up to kMaxLineSlots rows a line: index_masks_ placed at each row slot of a
+  // line (k x R lines of 8 words), so a query ANDs whole lines, one per row, into one accumulator per slot
+  // and lines up R accumulators instead of k rows. Empty otherwise.
+  std::vector<std::uint64_t> line_masks_;
+  mutable std::vector<std::uint64_t> scratch_;  // the accumulators of match()
 };
 
 // The first window of k consecutive ones in `bits` (n bits, bit i = the slice at position n-1-i, so
@@ -112,20 +154,20 @@ std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t
 // column of a segment.
 struct ColumnSlice : BitSlice {
   ColumnSegment* segment = nullptr;
-  // The segment's cells and row length, kept here so the walk over slices reads no segment object.
+  // The segment's cells and row layout, kept here so the walk over slices reads no segment object.
   std::uint64_t* cells = nullptr;
-  std::uint32_t stride = 1;
+  RowLayout layout;
   std::uint32_t column = 0;
   std::uint64_t set_bits = 0;  // kept on insertion, so stats() reads fills without scanning columns
 
   void place(ColumnSegment* in, std::uint32_t at) noexcept {
     segment = in;
     cells = in->cells();
-    stride = in->columns();
+    layout = in->layout();
     column = at;
   }
   std::uint64_t cell_of(const Probes& probes) const noexcept {
-    return fast_range(probes.value[hash_index], bits) * stride + column;
+    return layout.start(fast_range(probes.value[hash_index], bits)) + column;
   }
   bool test(const Probes& probes) const noexcept {
     const std::uint64_t b = cell_of(probes);

@@ -42,6 +42,9 @@ struct FilterStats {
   std::uint32_t l = 0;  // extra aged slices (time-limited and age-partitioned only)
   std::uint64_t slices = 0;
   std::uint64_t bits = 0;      // all memory of the filter's cells, in bits
+  // Memory beside `bits` that holds no cell (the time-limited filter's line padding, column_segment.h):
+  // the filter's memory is bits + padding_bits; bits per element count `bits`.
+  std::uint64_t padding_bits = 0;
   std::uint64_t elements = 0;  // distinct insertions the filter still holds within its window
   double bits_per_element = 0;
   double target_fpr = 0;

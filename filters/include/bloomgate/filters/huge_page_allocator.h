@@ -17,6 +17,8 @@
 namespace bloomgate::filters::detail {
 
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+// Smaller buffers start on a cache line, so data laid out by lines (column_segment.h) stays on them.
+inline constexpr std::size_t kSmallAlign = 64;
 
 template <typename T>
 struct HugePageAllocator {
@@ -28,7 +30,7 @@ struct HugePageAllocator {
 
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kHugePageBytes) return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
+    if (bytes < kHugePageBytes) return static_cast<T*>(::operator new(bytes, std::align_val_t{kSmallAlign}));
     void* p = nullptr;
     // No rounding of the size: the tail beyond the last whole huge page keeps small pages, not 2 MiB of waste.
     if (posix_memalign(&p, kHugePageBytes, bytes) != 0) throw std::bad_alloc();
@@ -38,7 +40,7 @@ struct HugePageAllocator {
 
   void deallocate(T* p, std::size_t n) noexcept {
     if (n * sizeof(T) < kHugePageBytes) {
-      ::operator delete(p, std::align_val_t{alignof(T)});
+      ::operator delete(p, std::align_val_t{kSmallAlign});
     } else {
       std::free(p);
     }

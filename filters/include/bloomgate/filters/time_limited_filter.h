@@ -107,6 +107,7 @@ class TimeLimitedFilter final : public Filter {
   detail::ColumnSlice& place_restored(detail::BitSlice decoded, std::uint64_t set_bits);
   std::vector<detail::Words> slice_words(ImageScope scope) const;
   void prefetch_first_lines(const detail::Probes& probes) const noexcept;
+  std::size_t batch_lookahead() const noexcept;
   // Sets *age (when age is not null) for a present key.
   bool test_and_insert_probes(const detail::Probes& probes, TimePoint now, std::optional<Duration>* age = nullptr);
   Duration sighting_age(const detail::Probes& probes, std::size_t oldest_window, std::int64_t now_ns) const;
