@@ -550,6 +550,24 @@ TEST(ColumnSegment, ScatteredRunsSplitByBlocksMatchTheBitsOneByOne) {
   }
 }
 
+// A restore splits the last run between two threads at shared_word_free(blocks / 2): the rows before the
+// split and the rows from it on must share no word, or the two threads' ORs could lose bits.
+TEST(ColumnSegment, SplitBlocksShareNoWordWithTheRowsBefore) {
+  for (const std::uint32_t columns : {1U, 3U, 5U, 64U, 100U, 150U, 157U, 200U, 300U, 600U}) {
+    const std::uint64_t rows = 64 * 50 + 7;
+    const detail::ColumnSegment segment(rows, columns, 3);
+    for (std::uint64_t block = 0; block < segment.blocks(); ++block) {
+      const std::uint64_t split = segment.shared_word_free(block);
+      ASSERT_LE(split, block) << columns;
+      if (split == 0) continue;
+      const std::uint64_t first_bit = segment.layout().start(64 * split);
+      const std::uint64_t last_bit_before = segment.layout().start(64 * split - 1) + columns - 1;
+      EXPECT_EQ(first_bit % 64, 0U) << columns << " columns, block " << split;
+      EXPECT_LT(last_bit_before / 64, first_bit / 64) << columns << " columns, block " << split;
+    }
+  }
+}
+
 // A restored filter must be the imaged one: the same records, answers and fill ratios. `store` is left
 // holding the checkpoints.
 void expect_restores_exactly(TimeLimitedFilter& filter, TimePoint now, CheckpointStore& store) {
