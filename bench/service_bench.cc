@@ -122,7 +122,6 @@ struct Options {
   bool skip_breakdown = false;
   bool timeline = false;  // print every sample to stderr
   bool service_thread = false;  // run the service on a std::thread rather than on main
-  std::string decide_thread = "default";  // ServiceOptions::decide_thread: on, off, or the service's default
   std::string perf_control;  // a `perf record --control fifo:PATH` FIFO: enabled during the rounds only
   std::string sides = "both";  // both, passthrough, service or none (for profiling: no ratios)
   double target = 0.9;
@@ -572,7 +571,6 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
   service_options.stop = &stop;  // set by the progress plugin at the last event
   service_options.hooks = setup.hooks;
   service_options.snapshot_interval = milliseconds(setup.options.snapshot_ms);
-  if (setup.options.decide_thread != "default") service_options.decide_thread = setup.options.decide_thread == "on";
   service_options.on_snapshot = [&](const app::ServiceSnapshot& snapshot) {
     const auto now = Clock::now();
     if (snapshot.consumed != last_consumed || snapshot.consumed == 0) {
@@ -1228,10 +1226,6 @@ int run(const Options& options) {
               std::thread::hardware_concurrency());
   std::printf("load average (1 min) at start %s, at end %s: other work on the machine competes for the same cores\n",
               load_at_start.c_str(), load_average().c_str());
-  const bool decide_thread =
-      options.decide_thread == "default" ? app::ServiceOptions{}.decide_thread : options.decide_thread == "on";
-  std::printf("service: decide() on %s (--decide-thread %s)\n",
-              decide_thread ? "a thread of its own" : "the service thread", options.decide_thread.c_str());
   std::printf("librdkafka properties (both sides): %s\n\n", [&] {
     std::string text;
     for (const auto& [k, v] : properties) text += (text.empty() ? "" : ", ") + k + "=" + v;
@@ -1421,10 +1415,6 @@ int main(int argc, char** argv) {
                  "FIFO of `perf record -D -1 --control fifo:FIFO`: profile only the rounds");
   app.add_flag("--service-thread", options.service_thread,
                "run Service::run() on a std::thread (a secondary malloc arena) instead of the main thread");
-  app.add_option("--decide-thread", options.decide_thread,
-                 "decide() on a thread of its own (on), on the service thread (off), or as ServiceOptions says by "
-                 "default (default: off)")
-      ->check(CLI::IsMember({"default", "on", "off"}));
   app.add_flag("--timeline", options.timeline, "print every sample (time, CPU, events consumed) to stderr");
   app.add_option("--target", options.target, "the events/s ratio reported as PASS or MISS");
   app.add_option("--property", options.properties,

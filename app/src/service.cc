@@ -13,7 +13,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "bloomgate/app/decide_pipeline.h"
 #include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/kafka_config.h"
@@ -44,10 +43,6 @@ constexpr std::chrono::milliseconds kCheckpointFlushTimeout{30'000};
 constexpr std::chrono::milliseconds kReconcileIdleTimeout{30'000};
 constexpr std::uint64_t kProducerPollEvery = 1024;  // serve delivery reports without a call per event
 constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histogram samples 1 event in 64
-// Events consumed but not yet finished (decided and produced) at most: enough to ride out the two threads'
-// jitter, small enough that a drain (before every checkpoint and snapshot) is over in a few hundred us.
-constexpr std::size_t kEventsInFlight = 512;
-constexpr std::size_t kConsumeBatch = 128;  // messages taken from the consumer per poll, at most
 
 // A group commit holds its partitions' images in memory at once, and full images (partitions restored from
 // nothing, a quarantined store) can be large: above this many bytes the next partitions go into another batch.
@@ -153,7 +148,6 @@ struct PartitionWorker {
   PartitionId id;
   std::int32_t output_partition = -1;            // in pipeline->output; -1 with by_key
   std::int64_t next_offset = -1;                 // the next input offset to process; -1: none yet this assignment
-  std::uint64_t rewound_at = 0;                  // Service::Impl::rewinds_ after this partition's last rewind
   std::int64_t committed_offset = connectors::kNoOffset;
   std::int64_t checkpointed_offset = -1;         // next_offset of the last checkpoint written (or restored)
   std::int64_t checkpointed_output = -1;         // that checkpoint's output offset (the commit metadata)
@@ -173,17 +167,6 @@ struct PartitionWorker {
 };
 
 using PartitionKey = std::pair<std::string, std::int32_t>;
-
-// A consumed event on its way through the DecidePipeline: decided on the decide thread, then finished
-// (produced, counted, its offset advanced) on the service thread, in consumption order.
-struct InFlightEvent {
-  InFlightEvent(connectors::ConsumedMessage consumed, PartitionWorker* owner)
-      : message(std::move(consumed)), worker(owner) {}
-  connectors::ConsumedMessage message;
-  PartitionWorker* worker;
-  Verdict verdict{};
-  std::optional<Clock::time_point> started;  // the 1 event in 64 whose latency is measured
-};
 
 }  // namespace
 
@@ -452,20 +435,15 @@ class Service::Impl {
     auto next_snapshot = Clock::now();
     std::uint32_t events_since_timer_check = 0;
     while (!failure_ && !stop_requested()) {
-      // With events in flight the poll does not wait: they are finished while nothing new arrives.
-      const auto timeout = decisions_.empty() ? kPollTimeout : std::chrono::milliseconds(0);
-      if (const std::size_t consumed = poll_batch(timeout); consumed > 0) {
-        if ((consumed_since_producer_poll_ += consumed) >= kProducerPollEvery) {
+      if (auto message = consumer_->poll(kPollTimeout)) {
+        handle(*message);
+        if (++consumed_since_producer_poll_ >= kProducerPollEvery) {
           consumed_since_producer_poll_ = 0;
           producer_->poll(std::chrono::milliseconds(0));
         }
         // Under load the timers are checked every kTimerCheckEvery events, not after each one: a clock
         // read is a sizeable share of an event's cost, and the timers need no finer grain.
-        if ((events_since_timer_check += static_cast<std::uint32_t>(consumed)) < kTimerCheckEvery) continue;
-      } else if (!decisions_.empty()) {
-        finish_oldest();
-        finish_decided();
-        continue;
+        if (++events_since_timer_check < kTimerCheckEvery) continue;
       } else {
         producer_->poll(std::chrono::milliseconds(0));
       }
@@ -481,108 +459,24 @@ class Service::Impl {
         next_snapshot = now + options_.snapshot_interval;
       }
     }
-    drain();
   }
 
   bool stop_requested() const { return options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed); }
 
-  // Takes a batch from the consumer and hands it to the decide thread; returns how many were taken.
-  std::size_t poll_batch(std::chrono::milliseconds timeout) {
-    batch_.clear();
-    const std::uint64_t rewinds = rewinds_;
-    const std::size_t consumed = consumer_->poll_batch(timeout, kConsumeBatch, batch_);
-    for (ConsumedMessage& message : batch_) dispatch(std::move(message), rewinds);
-    batch_.clear();
-    finish_decided();
-    return consumed;
-  }
-
-  // Hands a consumed event to the decide thread (finishing the oldest first when kEventsInFlight are out).
-  // `fetched_at`: rewinds_ when the message was fetched. A partition rewound since then (an aborted
-  // transaction, while finishing) was sought back: the message comes again, and is dropped here.
-  void dispatch(ConsumedMessage&& message, std::uint64_t fetched_at) {
+  void handle(ConsumedMessage& message) {
     if (failure_) return;  // e.g. an assignment that failed inside this poll: produce nothing more
     if (KafkaError error = message.error(); !error.ok()) {
-      drain();  // what was consumed before the error is finished before the service may stop on it
       if (error.is_fatal()) fail("consumer: " + error.message());
       else if (!message.is_partition_eof()) spdlog::warn("consumer: {}", error.message());
       return;
     }
     PartitionWorker* worker = worker_for(message);
     if (worker == nullptr) return;  // fetched just before its partition was revoked: the next owner has it
-    if (worker->rewound_at > fetched_at) return;
-    if (decisions_.full()) {
-      decisions_.wait_for(kEventsInFlight / 4);
-      finish_decided();
-    }
-    if (failure_ || worker->rewound_at > fetched_at) return;
-    if (decisions_.halted() && decisions_.empty()) decisions_.resume();
+    const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
+    const auto started = timed ? Clock::now() : Clock::time_point{};
+    const EventView event = event_of(message, *worker->pipeline, header_views_);
     worker->decided_since_commit = true;
-    InFlightEvent event(std::move(message), worker);
-    if ((++events_since_timing_ & kTimeOneEventIn) == 0) event.started = Clock::now();
-    decisions_.push(std::move(event));
-  }
-
-  // On the decide thread while the event is in flight, which is when its worker's deduplicator is this
-  // thread's alone (the service thread drains the pipeline before it touches one). Returns false to stop
-  // deciding after a dead letter that stops the service: the checkpoint taken before stopping must not see
-  // a later event's key in a filter.
-  bool decide(InFlightEvent& event) {
-    PartitionWorker& worker = *event.worker;
-    const EventView view = event_of(event.message, *worker.pipeline, decide_header_views_);
-    event.verdict = worker.deduplicator.decide(view, event.message.timestamp_ms().value_or(-1));
-    return event.verdict.outcome != Outcome::kDeadLetter || !worker.pipeline->dead_letter.empty();
-  }
-
-  void finish_decided() {
-    while (DecidePipeline<InFlightEvent>::Slot* slot = decisions_.ready()) finish(*slot);
-  }
-
-  // Finishes the oldest event in flight, waiting for its decision.
-  void finish_oldest() {
-    if (DecidePipeline<InFlightEvent>::Slot* slot = decisions_.front()) finish(*slot);
-  }
-
-  // Every event in flight finished: the workers' deduplicators are the service thread's again.
-  void drain() {
-    while (!decisions_.empty()) finish_oldest();
-  }
-
-  // Everything in flight was consumed before the input was sought back (a rewind) or before an event that
-  // stops the service: dropped, not produced, offsets not advanced.
-  void discard_in_flight() {
-    decisions_.halt();
-    while (decisions_.ready() != nullptr) decisions_.pop();
-    decisions_.resume();
-  }
-
-  void finish(DecidePipeline<InFlightEvent>::Slot& slot) {
-    InFlightEvent event = std::move(*slot.event);
-    const bool decided = slot.worked;
-    const std::exception_ptr error = slot.error;
-    decisions_.pop();  // first: what follows may drain or discard the rest
-    // Failed here rather than thrown: a drain inside a rebalance callback would have it swallowed.
-    if (error) return fail(decide_failure(error));
-    if (failure_) return;
-    // Not decided: the decide thread halted before it. Decided here, in order, as the thread would have.
-    if (!decided) decide(event);
-    handle(event);
-  }
-
-  static std::string decide_failure(const std::exception_ptr& error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      return e.what();
-    } catch (...) {
-      return "deciding an event failed with an unknown exception";
-    }
-  }
-
-  void handle(InFlightEvent& event) {
-    ConsumedMessage& message = event.message;
-    PartitionWorker* worker = event.worker;
-    const Verdict& verdict = event.verdict;
+    const Verdict verdict = worker->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
     PartitionReport& report = *worker->report;
     if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
       ++report.reconciled;  // decided (its key is in the filter) but forwarded before the restart: not again
@@ -603,7 +497,7 @@ class Service::Impl {
     ++report.consumed;
     worker->next_offset = message.offset() + 1;
     report.next_offset = worker->next_offset;
-    if (event.started) processing_latency_.observe(std::chrono::duration<double>(Clock::now() - *event.started).count());
+    if (timed) processing_latency_.observe(std::chrono::duration<double>(Clock::now() - started).count());
   }
 
   static void observe_age(PartitionReport& report, filters::Duration age, filters::Duration ttl) {
@@ -638,9 +532,7 @@ class Service::Impl {
         if (pipeline.dead_letter.empty()) {
           // The events before this one are processed: flush their records and commit up to (not past)
           // this event, as a graceful stop would. A failure skips the exit flush, so without this their
-          // records would be discarded unsent, or written and then written again by the next run. The
-          // events consumed after it are dropped undecided (the decide thread stopped at this one).
-          discard_in_flight();
+          // records would be discarded unsent, or written and then written again by the next run.
           checkpoint(all_workers(), CommitMode::kSync,
                      Clock::now() + std::chrono::duration_cast<Clock::duration>(config_.shutdown.grace_period));
           fail("pipeline " + pipeline.name + ": the event at " + std::string(message.topic()) + "/" +
@@ -729,7 +621,6 @@ class Service::Impl {
   // against the output tail, all before the first event of the partition is fetched. Not ready meanwhile:
   // /readyz says 503 from the start of the assignment until its last partition is restored.
   void assign(TopicPartitions& partitions) {
-    drain();
     spdlog::info("assigned {} partition(s): {}", partitions.size(), describe(partitions));
     restoring_ = true;
     publish_snapshot();
@@ -1080,7 +971,6 @@ class Service::Impl {
   }
 
   void revoke(const TopicPartitions& partitions, bool lost) {
-    drain();  // what was consumed before the revocation is finished (and, unless lost, committed) first
     std::vector<PartitionWorker*> leaving;
     for (const auto& partition : partitions) {
       const auto it = workers_.find(PartitionKey(partition.topic, partition.partition));
@@ -1137,7 +1027,6 @@ class Service::Impl {
   // checkpoint is written only when every record produced for the events before its next offset has been
   // acknowledged, and its offset is committed only when its checkpoint is durable.
   CheckpointResult checkpoint(const std::vector<PartitionWorker*>& workers, CommitMode mode, Clock::time_point deadline) {
-    drain();  // a filter holds exactly the events before its partition's next offset
     if (transaction_) return transactional_checkpoint(deadline);
     CheckpointResult result;
     if (failure_) return {false, 0};
@@ -1258,8 +1147,6 @@ class Service::Impl {
   // it was then, and the consumer to the checkpoint's next offset. Workers are changed in place: handle()
   // may hold one.
   void rewind_to_last_commit() {
-    discard_in_flight();  // fetched before the seek below: they come again
-    ++rewinds_;
     TopicPartitions positions;
     for (const auto& [key, worker] : workers_) {
       if (!worker->decided_since_commit && worker->next_offset == worker->checkpointed_offset) continue;
@@ -1293,7 +1180,6 @@ class Service::Impl {
       return false;
     }
     worker.next_offset = worker.checkpointed_offset;
-    worker.rewound_at = rewinds_;
     worker.report->next_offset = worker.next_offset;
     worker.delivered = worker.delivered_at_last_commit;
     worker.decided_since_commit = false;
@@ -1425,8 +1311,6 @@ class Service::Impl {
   }
 
   void close_clients() noexcept {
-    // After a failure events may still be in flight; their messages must go before the consumer does.
-    discard_in_flight();
     if (consumer_) {
       // close() revokes what is still assigned; after a failure, revoke() commits nothing.
       if (KafkaError error = consumer_->close(); !error.ok()) spdlog::warn("consumer close: {}", error.message());
@@ -1470,7 +1354,6 @@ class Service::Impl {
   }
 
   void publish_snapshot() {
-    drain();  // the filters' statistics are read here
     ServiceSnapshot snapshot;
     const auto now = wall_clock_now();
     for (auto& [key, report] : reports_) {
@@ -1520,9 +1403,6 @@ class Service::Impl {
   std::int32_t cached_partition_ = -1;
 
   std::vector<connectors::HeaderView> header_views_;  // event_of()'s storage, reused event after event
-  std::vector<connectors::HeaderView> decide_header_views_;  // the same on the decide thread
-  std::vector<ConsumedMessage> batch_;  // poll_batch()'s, reused
-  std::uint64_t rewinds_ = 0;  // input rewinds after aborted transactions (rewind_to_last_commit calls)
   std::uint64_t consumed_since_producer_poll_ = 0;
   std::uint64_t events_since_timing_ = 0;
   LatencyHistogram processing_latency_;
@@ -1537,10 +1417,6 @@ class Service::Impl {
 
   mutable std::mutex snapshot_mutex_;
   ServiceSnapshot published_;
-
-  // Last: its thread stops before anything its work touches is destroyed.
-  DecidePipeline<InFlightEvent> decisions_{kEventsInFlight, options_.decide_thread,
-                                           [this](InFlightEvent& event) { return decide(event); }};
 };
 
 Service::Service(config::Config config, ServiceOptions options)

@@ -152,30 +152,6 @@ std::optional<ConsumedMessage> Consumer::poll(std::chrono::milliseconds timeout)
   return ConsumedMessage(MessageHandle(message));
 }
 
-std::size_t Consumer::poll_batch(std::chrono::milliseconds timeout, std::size_t max, std::vector<ConsumedMessage>& out) {
-  if (closed_ || max == 0) return 0;
-  // rd_kafka_consume_batch_queue waits until it has `max` messages or the timeout passed: it is only ever
-  // asked for what is already queued, and the wait for a first message is poll()'s.
-  std::size_t taken = take_queued(max, out);
-  if (taken > 0 || timeout <= std::chrono::milliseconds(0)) return taken;
-  std::optional<ConsumedMessage> first = poll(timeout);
-  if (!first) return 0;
-  out.push_back(std::move(*first));
-  return 1 + take_queued(max - 1, out);
-}
-
-std::size_t Consumer::take_queued(std::size_t max, std::vector<ConsumedMessage>& out) {
-  if (closed_ || max == 0) return 0;
-  if (!consumer_queue_) consumer_queue_.reset(rd_kafka_queue_get_consumer(handle_.get()));
-  if (!consumer_queue_) return 0;
-  if (batch_.size() < max) batch_.resize(max);
-  const ssize_t count = rd_kafka_consume_batch_queue(consumer_queue_.get(), 0, batch_.data(), max);
-  if (count <= 0) return 0;
-  const auto n = static_cast<std::size_t>(count);
-  for (std::size_t i = 0; i < n; ++i) out.emplace_back(MessageHandle(batch_[i]));
-  return n;
-}
-
 KafkaError Consumer::commit(const TopicPartitions& offsets, CommitMode mode) {
   // An empty list would make librdkafka commit the stored offsets, which this consumer never stores.
   if (offsets.empty()) return {};
@@ -229,9 +205,7 @@ std::optional<std::int64_t> Consumer::cached_high_watermark(const std::string& t
 KafkaError Consumer::close() {
   if (closed_) return {};
   closed_ = true;
-  KafkaError error(rd_kafka_consumer_close(handle_.get()), "close the consumer");
-  consumer_queue_.reset();
-  return error;
+  return KafkaError(rd_kafka_consumer_close(handle_.get()), "close the consumer");
 }
 
 }  // namespace bloomgate::connectors

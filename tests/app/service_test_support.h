@@ -391,9 +391,6 @@ class ServiceThread {
     options.bootstrap_servers = broker.bootstrap_servers();
     options.stop = &state_->stop;
     options.snapshot_interval = 50ms;
-    // The in-process tests run decide() on its own thread whatever the machine (the binary's tests run the
-    // default), so both modes meet the durable-state tests.
-    options.decide_thread = true;
     if (customize) customize(options);
     state_->service = std::make_unique<Service>(std::move(config), std::move(options));
     std::packaged_task<RunResult()> task([state = state_] { return state->service->run(); });

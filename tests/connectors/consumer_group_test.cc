@@ -5,11 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
-#include <vector>
 
 namespace bloomgate::connectors {
 namespace {
@@ -93,49 +91,6 @@ TEST(ConsumerGroup, ResumesAfterCommittedOffsetsWithoutReplays) {
   for (const auto& [partition, offset] : first_offset_seen) {
     EXPECT_EQ(offset, next_offset.count(partition) != 0 ? next_offset[partition] : 0) << "partition " << partition;
   }
-}
-
-// poll_batch joins the group (serving the assignment like poll) and hands every message out once, each
-// partition in offset order, never more than asked for at a time.
-TEST(ConsumerGroup, PollBatchServesTheAssignmentAndReturnsEveryMessageOnceInOrder) {
-  EmbeddedBroker broker;
-  ASSERT_TRUE(broker.create_topic("in", 3).ok());
-  constexpr int kTotal = 300;
-  constexpr std::size_t kMax = 64;
-  produce_numbered(broker, "in", kTotal);
-
-  int assignments = 0;
-  ConsumerOptions options;
-  options.group_id = "batches";
-  options.on_assigned = [&](TopicPartitions&) { ++assignments; };
-  Consumer consumer(consumer_config(broker), std::move(options));
-  ASSERT_TRUE(consumer.subscribe({"in"}).ok());
-  std::set<std::string> keys;
-  std::map<std::int32_t, std::int64_t> next_offset;
-  std::size_t largest_batch = 0;
-  int out_of_order = 0;
-  const auto deadline = std::chrono::steady_clock::now() + test_support::kWaitLimit;
-  std::vector<ConsumedMessage> batch;
-  while (keys.size() < kTotal && std::chrono::steady_clock::now() < deadline) {
-    batch.clear();
-    const std::size_t count = consumer.poll_batch(100ms, kMax, batch);
-    ASSERT_EQ(count, batch.size());
-    largest_batch = std::max(largest_batch, count);
-    for (const ConsumedMessage& message : batch) {
-      if (!message.error().ok()) continue;
-      EXPECT_TRUE(keys.insert(std::string(*message.key())).second) << "twice: " << *message.key();
-      if (message.offset() != next_offset[message.partition()]) ++out_of_order;
-      next_offset[message.partition()] = message.offset() + 1;
-    }
-  }
-  EXPECT_EQ(keys.size(), static_cast<std::size_t>(kTotal));
-  EXPECT_EQ(out_of_order, 0);
-  EXPECT_GE(assignments, 1);
-  EXPECT_LE(largest_batch, kMax);
-  EXPECT_GT(largest_batch, 1U);  // the messages were already queued: they came several at a time
-  EXPECT_TRUE(consumer.close().ok());
-  batch.clear();
-  EXPECT_EQ(consumer.poll_batch(0ms, kMax, batch), 0U);  // closed
 }
 
 // Tracks what one member owns, as its assigned/revoked/lost functions report it.

@@ -53,10 +53,6 @@
 // group, within shutdown.grace_period; exit 0. If the flush does not finish in time, nothing further is
 // committed and the exit code is 1.
 //
-// Threads: run() polls, produces and commits on the calling thread (the service thread); decide() runs
-// there too, or, with ServiceOptions::decide_thread (off by default), on a second thread
-// (decide_pipeline.h) at most a few hundred events ahead, which the service thread drains before it
-// checkpoints, snapshots or rebalances.
 // Thread-safety: run() on one thread; snapshot() from any thread (it returns the copy the service
 // thread published last, at most snapshot_interval old).
 #pragma once
@@ -190,12 +186,6 @@ struct ServiceOptions {
   const std::atomic<bool>* stop = nullptr;        // becomes true to request a graceful stop
   connectors::ClientHooks hooks;                  // librdkafka's logs and client errors
   std::chrono::milliseconds snapshot_interval{1000};
-  // decide() (key extraction, event time, filter) on a thread of its own, overlapping with the service
-  // thread's consume and produce; false: on the service thread. Either way events are produced and
-  // committed in consumption order (decide_pipeline.h). Off by default: on 2 cores shared with
-  // librdkafka's threads it cost more CPU per event in hand-offs and context switches than it took off the
-  // service thread, and events/s fell (bench/README.md, service_bench); not measured on more cores.
-  bool decide_thread = false;
   std::function<void(const ServiceSnapshot&)> on_snapshot;  // on the service thread, after each publish
   // On the service thread when an assignment starts, after the not-ready snapshot is published and before
   // any partition is restored (tests look at /readyz from here).

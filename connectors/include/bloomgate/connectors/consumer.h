@@ -83,13 +83,6 @@ class Consumer {
   // commit results. A returned message may carry an error instead of data (message.h).
   [[nodiscard]] std::optional<ConsumedMessage> poll(std::chrono::milliseconds timeout);
 
-  // poll() for up to `max` messages at once, appended to `out` in order; returns how many. Waits up to
-  // `timeout` for the first, then takes what is already queued without waiting for more (librdkafka's
-  // rd_kafka_consume_batch_queue: one call per batch instead of per message). Serves the same callbacks
-  // as poll(), in the middle of a batch too: a message fetched before a rebalance callback may be returned
-  // after it, so the caller checks that its partition is still assigned.
-  std::size_t poll_batch(std::chrono::milliseconds timeout, std::size_t max, std::vector<ConsumedMessage>& out);
-
   // Commits the given offsets (next offset to read, with optional metadata). kSync waits for the
   // coordinator's answer; kAsync returns at once and reports through on_commit from poll().
   [[nodiscard]] KafkaError commit(const TopicPartitions& offsets, CommitMode mode);
@@ -136,9 +129,6 @@ class Consumer {
     PartitionsFunction on_lost_;
     CommitFunction on_commit_;
   };
-  // rd_kafka_consume_batch_queue without waiting: what is queued, up to `max`.
-  std::size_t take_queued(std::size_t max, std::vector<ConsumedMessage>& out);
-
   static void rebalance_trampoline(rd_kafka_t* handle, rd_kafka_resp_err_t reason,
                                    rd_kafka_topic_partition_list_t* partitions, void* opaque);
   static void commit_trampoline(rd_kafka_t* handle, rd_kafka_resp_err_t result,
@@ -146,8 +136,6 @@ class Consumer {
 
   Callbacks callbacks_;  // declared before handle_: outlives it
   KafkaHandle handle_;
-  QueueHandle consumer_queue_;  // poll_batch's, made on first use; after handle_: released before it
-  std::vector<rd_kafka_message_t*> batch_;
   bool closed_ = false;
 };
 
