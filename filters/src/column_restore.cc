@@ -7,8 +7,6 @@
 namespace bloomgate::filters::detail {
 namespace {
 
-// The smallest slice a segment shares (time_limited_filter.cc, kMinSharedRows).
-constexpr std::uint64_t kMinSharedRows = 1ULL << 16;
 // Below 1 MiB of bits the whole scatter takes under half a millisecond (14.2 ms of CPU for the 31 MiB of
 // bench/state_bench's filter), so a thread could save little beyond its own start and handovers; where
 // exactly that stops paying was not measured.

@@ -20,6 +20,7 @@ namespace {
 using detail::BitSlice;
 using detail::ColumnSegment;
 using detail::ColumnSlice;
+using detail::kMinSharedRows;
 using detail::kUnstamped;
 using detail::Probes;
 
@@ -46,7 +47,6 @@ constexpr std::int64_t kLongGenerationPeriods = 2;
 // cache, where a segment saves little, and their sizes are pinned by the format tests.
 constexpr std::uint64_t kShareBelow = 32;
 constexpr std::uint64_t kShareAbove = 128;
-constexpr std::uint64_t kMinSharedRows = 1ULL << 16;
 
 bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexcept {
   if (exact_size) return rows == bits;

@@ -187,8 +187,9 @@ TEST(Operations, TwoInstancesOneKilledOneStoppedNeitherLoseNorDuplicate) {
 
   std::mt19937_64 random(kTwoInstancesKillSeed);
   std::uniform_int_distribution<std::int64_t> growth(500, 2'500);
+  const std::int64_t all_output = distinct_keys(events);
   const auto grow = [&](const std::string& what) {
-    const std::int64_t target = std::min(output_records(broker) + growth(random), distinct_keys(events));
+    const std::int64_t target = std::min(output_records(broker) + growth(random), all_output);
     const bool reached = wait_for_output(broker, "orders-unique", target);
     std::cout << what << " at " << output_records(broker) << " output records (" << elapsed_ms(started) << " ms)"
               << std::endl;

@@ -23,6 +23,10 @@
 
 namespace bloomgate::filters::detail {
 
+// Slices of this many bits or more share segments by size (time_limited_filter.cc says how); smaller ones
+// keep one column each. A restore that scatters on a thread (column_restore.h) handles only the shared kind.
+inline constexpr std::uint64_t kMinSharedRows = 1ULL << 16;
+
 // Where a segment's rows lie. Out of cache every line a query touches is a miss, and a row of C bits
 // packed right after the previous one straddles two lines with probability ~C/512, so when C <= 512
 // the rows are packed R = floor(512 / C) to a 64-byte line and the next row starts on the next line: a
