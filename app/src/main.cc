@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "bloomgate/app/build_info.h"
 #include "bloomgate/app/demo_command.h"
 #include "bloomgate/app/filter_command.h"
 #include "bloomgate/app/inspect_command.h"
@@ -144,6 +145,9 @@ void add_inspect_command(CLI::App& app, bloomgate::app::InspectOptions& options)
 int main(int argc, char** argv) {
   CLI::App app{"bloomgate: deduplicate event streams with time-limited Bloom filters"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    return "bloomgate " + bloomgate::app::version() + " (malloc: " + bloomgate::app::allocator_name() + ")";
+  });
   FilterCommandOptions filter_options;
   std::string type_name = "time_limited";
   add_filter_command(app, filter_options, type_name);

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <set>
 
+#include "bloomgate/app/build_info.h"
 #include "bloomgate/app/filter_command.h"
 #include "bloomgate/app/logging.h"
 #include "bloomgate/app/service.h"
@@ -70,7 +71,8 @@ int run_service_command(const RunCommandOptions& options) {
     const config::Config effective = config;
     Service service(std::move(config), std::move(service_options));
     const ServiceEndpoints endpoints(service, effective, effective.metrics.listen);
-    spdlog::info("metrics, health and readiness at http://{}/metrics, /healthz, /readyz", endpoints.address());
+    spdlog::info("metrics, health and readiness at http://{}/metrics, /healthz, /readyz; malloc: {}", endpoints.address(),
+                 allocator_name());
     const RunResult result = service.run();
     const ServiceSnapshot totals = service.snapshot();
     spdlog::info("stopped: consumed {}, forwarded {}, duplicates {}, dead-lettered {}", totals.consumed,

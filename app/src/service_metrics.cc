@@ -7,6 +7,8 @@
 #include <array>
 #include <vector>
 
+#include "bloomgate/app/build_info.h"
+
 namespace bloomgate::app {
 namespace {
 
@@ -328,7 +330,7 @@ void ServiceMetrics::update(const ServiceSnapshot& snapshot) {
 
 ServiceEndpoints::ServiceEndpoints(const Service& service, const config::Config& config, const std::string& listen)
     : registry_(std::make_shared<prometheus::Registry>()), metrics_(*registry_, config) {
-  connectors::register_build_info(*registry_, BLOOMGATE_VERSION);
+  connectors::register_build_info(*registry_, version(), allocator_name());
   connectors::MetricsServerOptions options;
   options.listen = listen;
   options.ready = [&service] { return service.snapshot().running; };

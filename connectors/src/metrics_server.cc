@@ -274,12 +274,12 @@ MetricsServer::Response MetricsServer::render_metrics() {
   return Response{200, kMetricsContentType, prometheus::TextSerializer().Serialize(registry_->Collect()), nullptr};
 }
 
-void register_build_info(prometheus::Registry& registry, std::string_view version) {
+void register_build_info(prometheus::Registry& registry, std::string_view version, std::string_view allocator) {
   prometheus::BuildGauge()
       .Name("bloomgate_build_info")
-      .Help("Build of the running bloomgate: always 1, the version is the label")
+      .Help("Build of the running bloomgate: always 1, the version and the malloc in use are the labels")
       .Register(registry)
-      .Add({{"version", std::string(version)}})
+      .Add({{"version", std::string(version)}, {"allocator", std::string(allocator)}})
       .Set(1);
 }
 

@@ -10,6 +10,9 @@ check() {  # check NAME EXPECTED ACTUAL
 }
 
 out=$(printf 'a\nb\na\n' | "$bin" filter); check "forwards new keys" $'a\nb' "$out"
+version=$("$bin" --version); check "--version exits 0" 0 $?
+# The binary links jemalloc (app/build_info.h): a build that loses it falls back to glibc malloc silently.
+check "--version names jemalloc as the malloc" "jemalloc" "$(grep -o 'malloc: jemalloc' <<<"$version" | cut -d' ' -f2)"
 printf 'a\n' | "$bin" filter >/dev/null; check "exit 0 on clean input" 0 $?
 
 out=$(printf '1000\tx\nbad\n2000\tx\n' | "$bin" filter --timestamps 2>/tmp/bloomgate-cli-err.$$); code=$?

@@ -260,7 +260,7 @@ TEST(MetricsServer, ScrapePassesPromtoolCheckMetrics) {
   if (promtool.empty()) GTEST_SKIP() << "promtool is not installed (Debian package prometheus)";
 
   auto registry = std::make_shared<prometheus::Registry>();
-  register_build_info(*registry, "0.1.0-test");
+  register_build_info(*registry, "0.1.0-test", "jemalloc 5.3.0");
   prometheus::BuildCounter()
       .Name("bloomgate_test_records_total")
       .Help("Records seen by the test")
@@ -278,7 +278,7 @@ TEST(MetricsServer, ScrapePassesPromtoolCheckMetrics) {
   const HttpResponse response = http_request(server.port(), "/metrics");
   ASSERT_TRUE(response.error.empty()) << response.error;
   ASSERT_EQ(response.status, 200);
-  EXPECT_NE(response.body.find("bloomgate_build_info{version=\"0.1.0-test\"} 1\n"), std::string::npos)
+  EXPECT_NE(response.body.find("bloomgate_build_info{allocator=\"jemalloc 5.3.0\",version=\"0.1.0-test\"} 1\n"), std::string::npos)
       << response.body;
 
   const std::filesystem::path scrape =
