@@ -255,24 +255,54 @@ void transpose64(std::uint64_t* a) noexcept {
   narrow_swap_step<1, 0x5555555555555555ULL>(a);
 }
 
+// The wanted columns go in windows of up to 64 consecutive ones, each transposed once per block of 64
+// rows. A checkpoint wants the k newest columns, one contiguous run of the ring, so usually one window (two
+// when the run wraps) instead of every 64-column group the run touches. Before (one transpose per wanted
+// group, each row found by layout_.start()), a checkpoint of bench/service_bench's filters was 13% of the
+// service thread's samples (perf, bench/README.md "Checkpoint gather").
 std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
-  const std::uint64_t blocks = (rows_ + 63) / 64;
-  std::vector<Words> out(columns.size(), Words(blocks, 0));
-  std::vector<bool> group_wanted(row_words_, false);
-  for (std::uint32_t c : columns) group_wanted[c / 64] = true;
-  std::uint64_t a[65];
-  for (std::uint64_t b = 0; b < blocks; ++b) {
-    const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - 64 * b);
-    for (std::uint32_t g = 0; g < row_words_; ++g) {
-      if (!group_wanted[g]) continue;
-      for (std::uint64_t i = 0; i < 64; ++i) a[i] = i < in_block ? row_word(64 * b + i, g) : 0;
+  const std::uint64_t block_count = blocks();
+  std::vector<Words> out(columns.size(), Words(block_count, 0));
+  std::vector<std::size_t> order(columns.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return columns[x] < columns[y]; });
+  std::vector<std::size_t> window_starts;  // indexes into `order`
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (window_starts.empty() || columns[order[i]] >= columns[order[window_starts.back()]] + 64) window_starts.push_back(i);
+  }
+  window_starts.push_back(order.size());
+  std::uint64_t a[64];
+  for (std::uint64_t b = 0; b < block_count; ++b) {
+    for (std::size_t w = 0; w + 1 < window_starts.size(); ++w) {
+      const std::uint32_t first = columns[order[window_starts[w]]];
+      load_block(b, first, a);
       transpose64(a);
-      for (std::size_t n = 0; n < columns.size(); ++n) {
-        if (columns[n] / 64 == g) out[n][b] = a[columns[n] % 64];
+      for (std::size_t i = window_starts[w]; i < window_starts[w + 1]; ++i) {
+        out[order[i]][b] = a[columns[order[i]] - first];
       }
     }
   }
   return out;
+}
+
+// a[i] = the 64 bits of row 64 * block + i from column `first` on (zero past the last row). Rows follow
+// each other C bits apart within a line of rows; the next line starts block_bits after the line before.
+void ColumnSegment::load_block(std::uint64_t block, std::uint32_t first, std::uint64_t* a) const noexcept {
+  const std::uint64_t row = 64 * block;
+  const std::uint64_t count = std::min<std::uint64_t>(64, rows_ - row);
+  const std::uint64_t to_next_line = layout_.block_bits - (layout_.per_block - 1) * layout_.columns;
+  std::uint64_t slot = row % layout_.per_block;
+  std::uint64_t bit = layout_.start(row) + first;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    a[i] = bits_at(cells_.data(), bit);
+    if (++slot == layout_.per_block) {
+      slot = 0;
+      bit += to_next_line;
+    } else {
+      bit += layout_.columns;
+    }
+  }
+  std::fill(a + count, a + 64, 0);
 }
 
 // Consecutive columns form runs of up to 64, all scattered in one sweep (scatter_runs); before that sweep

@@ -429,8 +429,8 @@ TEST(RowLayout, RowsStayInsideOneLineAndStartWhereDivisionSays) {
 }
 
 // A checkpoint gathers columns into slice words and a restore scatters them back, 64 x 64 bits at a time:
-// both must agree with the bits one by one, for sizes that are not multiples of 64, a wrapped ring, and
-// rows packed into lines (5, 3 or 2 a line), back to back (180), or one a line.
+// both must agree with the bits one by one, for sizes that are not multiples of 64, a wrapped ring (and its
+// columns asked for newest first), and rows packed into lines (5, 3 or 2 a line), back to back (180), or one a line.
 TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
   std::mt19937_64 rng(83);
   for (const std::uint32_t width : {100U, 150U, 180U, 200U, 400U}) {
@@ -440,6 +440,16 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
       for (int i = 0; i < 40; ++i) segment.pop();
       for (std::uint32_t c = 0; c < 40; ++c) segment.push(c % 3);
       for (int i = 0; i < 20'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % width));
+      // The k newest columns of a wrapped ring come unsorted (newest first, across the wrap).
+      const std::vector<std::uint32_t> wrapped = {2, 1, 0, width - 1, width - 2};
+      for (const auto& wanted : {wrapped, std::vector<std::uint32_t>{63, 64, 65}}) {
+        const auto gathered = segment.gather(wanted);
+        for (std::size_t n = 0; n < wanted.size(); ++n) {
+          for (std::uint64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(((gathered[n][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, wanted[n])) << wanted[n] << " " << r;
+          }
+        }
+      }
       std::vector<std::uint32_t> columns = {0, 1, 63, 64, 65, width - 2, width - 1};
       const auto words = segment.gather(columns);
       for (std::size_t n = 0; n < columns.size(); ++n) {

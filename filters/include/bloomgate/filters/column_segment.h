@@ -124,6 +124,7 @@ class ColumnSegment {
  private:
   std::uint64_t row_word(std::uint64_t row, std::uint32_t word) const noexcept;
   void load_row(std::uint64_t row, std::uint64_t* out) const noexcept;
+  void load_block(std::uint64_t block, std::uint32_t first, std::uint64_t* a) const noexcept;
   bool by_lines() const noexcept { return !line_masks_.empty(); }
   void match_rows(const Probes& probes, std::uint64_t* acc) const noexcept;
   void match_lines(const Probes& probes, std::uint64_t* acc) const noexcept;
