@@ -44,6 +44,32 @@ void or_bits(std::uint64_t* dst, std::uint64_t to, const std::uint64_t* src, std
   }
 }
 
+// The rows from `row` on, bit `column` of each, without a division per row: the next row is C bits on, or
+// at the start of the next line once the line's R slots are used (rows back to back: R = 1, a block is C).
+class RowWalk {
+ public:
+  RowWalk(const RowLayout& layout, std::uint64_t row, std::uint64_t column) noexcept
+      : layout_(layout),
+        to_next_line_(layout.block_bits - (layout.per_block - 1) * layout.columns),
+        slot_(row % layout.per_block),
+        bit_(layout.start(row) + column) {}
+  std::uint64_t bit() const noexcept { return bit_; }
+  void next() noexcept {
+    if (++slot_ == layout_.per_block) {
+      slot_ = 0;
+      bit_ += to_next_line_;
+    } else {
+      bit_ += layout_.columns;
+    }
+  }
+
+ private:
+  const RowLayout& layout_;
+  std::uint64_t to_next_line_;
+  std::uint64_t slot_;
+  std::uint64_t bit_;
+};
+
 }  // namespace
 
 RowLayout RowLayout::for_columns(std::uint64_t columns, std::uint64_t rows) noexcept {
@@ -262,6 +288,9 @@ void transpose64(std::uint64_t* a) noexcept {
 // service thread's samples (perf, bench/README.md "Checkpoint gather").
 std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
   const std::uint64_t block_count = blocks();
+  if (columns_ == 1) {  // a small slice's segment: its rows are packed 512 a line, the cells are its words
+    return std::vector<Words>(columns.size(), Words(cells_.begin(), cells_.begin() + static_cast<std::ptrdiff_t>(block_count)));
+  }
   std::vector<Words> out(columns.size(), Words(block_count, 0));
   std::vector<std::size_t> order(columns.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -285,23 +314,12 @@ std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& colum
   return out;
 }
 
-// a[i] = the 64 bits of row 64 * block + i from column `first` on (zero past the last row). Rows follow
-// each other C bits apart within a line of rows; the next line starts block_bits after the line before.
+// a[i] = the 64 bits of row 64 * block + i from column `first` on (zero past the last row).
 void ColumnSegment::load_block(std::uint64_t block, std::uint32_t first, std::uint64_t* a) const noexcept {
   const std::uint64_t row = 64 * block;
   const std::uint64_t count = std::min<std::uint64_t>(64, rows_ - row);
-  const std::uint64_t to_next_line = layout_.block_bits - (layout_.per_block - 1) * layout_.columns;
-  std::uint64_t slot = row % layout_.per_block;
-  std::uint64_t bit = layout_.start(row) + first;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    a[i] = bits_at(cells_.data(), bit);
-    if (++slot == layout_.per_block) {
-      slot = 0;
-      bit += to_next_line;
-    } else {
-      bit += layout_.columns;
-    }
-  }
+  RowWalk walk(layout_, row, first);
+  for (std::uint64_t i = 0; i < count; ++i, walk.next()) a[i] = bits_at(cells_.data(), walk.bit());
   std::fill(a + count, a + 64, 0);
 }
 
@@ -356,21 +374,12 @@ void ColumnSegment::scatter_runs(std::span<const ColumnRun> runs, std::uint64_t 
         transpose64(a);
         const std::uint64_t row0 = 64 * (b0 + c);
         const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - row0);
-        // Row by row through layout_ without a division per row: the next row is C bits on, or at the
-        // start of the next line once the line's R slots are used.
-        std::uint64_t slot = row0 % layout_.per_block;
-        std::uint64_t bit = layout_.start(row0) + run.first;
-        for (std::uint64_t i = 0; i < in_block; ++i) {
-          const unsigned shift = bit & 63;
-          std::uint64_t* out = cells_.data() + (bit >> 6);
+        RowWalk walk(layout_, row0, run.first);
+        for (std::uint64_t i = 0; i < in_block; ++i, walk.next()) {
+          const unsigned shift = walk.bit() & 63;
+          std::uint64_t* out = cells_.data() + (walk.bit() >> 6);
           out[0] |= a[i] << shift;
           if (shift + width > 64) out[1] |= a[i] >> (64 - shift);
-          if (++slot == layout_.per_block) {
-            bit += layout_.block_bits - (layout_.per_block - 1) * columns_;
-            slot = 0;
-          } else {
-            bit += columns_;
-          }
         }
       }
     }

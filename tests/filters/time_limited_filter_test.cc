@@ -471,6 +471,20 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
   }
 }
 
+// A small slice has a segment of its own, one column whose rows are its words: gathered by copying them.
+TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
+  std::mt19937_64 rng(84);
+  detail::ColumnSegment segment(1000, 1, 3);
+  segment.push(2);
+  for (int i = 0; i < 300; ++i) segment.set(rng() % 1000, 0);
+  const auto words = segment.gather({0});
+  ASSERT_EQ(words.size(), 1U);
+  ASSERT_EQ(words[0].size(), 16U);  // ceil(1000 / 64)
+  for (std::uint64_t r = 0; r < 1024; ++r) {
+    ASSERT_EQ(((words[0][r / 64] >> (r % 64)) & 1U) != 0, r < 1000 && segment.test(r, 0)) << r;
+  }
+}
+
 // A query ORs, for each live column oldest first, the bit of the row its hash index picks: by whole lines
 // (rows packed into lines) or by rows (back to back, or too many rows a line), the same bits.
 TEST(ColumnSegment, MatchIsTheKeysBitOfEveryLiveColumnInAgeOrder) {
