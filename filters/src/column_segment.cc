@@ -77,7 +77,9 @@ RowLayout RowLayout::for_columns(std::uint64_t columns, std::uint64_t rows) noex
   layout.columns = columns;
   layout.block_bits = columns;
   const std::uint64_t per_line = columns == 0 ? 0 : kLineBits / columns;
-  if (per_line == 0 || rows >= (std::uint64_t{1} << 55)) return layout;
+  // One column (a small slice's own segment): its rows back to back are its words, and start() is the row
+  // itself, without the multiply a line of rows needs.
+  if (per_line == 0 || columns == 1 || rows >= (std::uint64_t{1} << 55)) return layout;
   if (kMaxWasteShare * (kLineBits - per_line * columns) > kLineBits) return layout;
   layout.per_block = per_line;
   layout.block_bits = kLineBits;
@@ -288,7 +290,7 @@ void transpose64(std::uint64_t* a) noexcept {
 // service thread's samples (perf, bench/README.md "Checkpoint gather").
 std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
   const std::uint64_t block_count = blocks();
-  if (columns_ == 1) {  // a small slice's segment: its rows are packed 512 a line, the cells are its words
+  if (columns_ == 1) {  // a small slice's segment: its rows are back to back, the cells are its words
     return std::vector<Words>(columns.size(), Words(cells_.begin(), cells_.begin() + static_cast<std::ptrdiff_t>(block_count)));
   }
   std::vector<Words> out(columns.size(), Words(block_count, 0));
