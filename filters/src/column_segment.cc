@@ -1,6 +1,7 @@
 #include "bloomgate/filters/column_segment.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <numeric>
@@ -98,7 +99,8 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uin
       index_used_(k, 0),
       column_index_(columns, 0),
       line_masks_(line_slots_apply(layout_) ? std::size_t{k} * layout_.per_block * kLineWords : 0, 0),
-      scratch_(2 * (row_words_ + 1) + (line_slots_apply(layout_) ? layout_.per_block * kLineWords + 1 : 0), 0) {}
+      scratch_(2 * (row_words_ + 1) + (line_slots_apply(layout_) ? layout_.per_block * kLineWords + 1 : 0), 0),
+      slot_magic_(((std::uint64_t{1} << 32) + columns - 1) / columns) {}
 
 std::uint64_t ColumnSegment::row_word(std::uint64_t row, std::uint32_t word) const noexcept {
   return bits_at(cells_.data(), layout_.start(row) + 64 * std::uint64_t{word});
@@ -109,25 +111,30 @@ void ColumnSegment::load_row(std::uint64_t row, std::uint64_t* out) const noexce
   for (std::uint32_t w = 0; w < row_words_; ++w) out[w] = row_word(row, w);
 }
 
+void ColumnSegment::locate(const Probes& probes, std::uint64_t* row_starts) const noexcept {
+  for (std::uint32_t j = 0; j < k_; ++j) {
+    if (index_used_[j] != 0) row_starts[j] = layout_.start(row_of(probes, j));
+  }
+}
+
 // A line-aligned row is one line: one request per row.
-void ColumnSegment::prefetch(const Probes& probes) const noexcept {
+void ColumnSegment::prefetch(const std::uint64_t* row_starts) const noexcept {
   const auto* bytes = reinterpret_cast<const char*>(cells_.data());
   const bool one_line = layout_.block_bits == kLineBits;
   for (std::uint32_t j = 0; j < k_; ++j) {
     if (index_used_[j] == 0) continue;
-    const std::uint64_t first = layout_.start(row_of(probes, j));
-    __builtin_prefetch(bytes + (first >> 3));
-    if (!one_line) __builtin_prefetch(bytes + ((first + columns_ - 1) >> 3));
+    __builtin_prefetch(bytes + (row_starts[j] >> 3));
+    if (!one_line) __builtin_prefetch(bytes + ((row_starts[j] + columns_ - 1) >> 3));
   }
 }
 
-void ColumnSegment::match(const Probes& probes, std::uint64_t* out, std::size_t offset) const noexcept {
+void ColumnSegment::match(const std::uint64_t* row_starts, std::uint64_t* out, std::size_t offset) const noexcept {
   std::uint64_t* acc = scratch_.data();
   std::fill(acc, acc + row_words_ + 1, 0);
   if (by_lines()) {
-    match_lines(probes, acc);
+    match_lines(row_starts, acc);
   } else {
-    match_rows(probes, acc);
+    match_rows(row_starts, acc);
   }
   const std::uint32_t to_end = std::min(live_, columns_ - oldest_);
   or_bits(out, offset, acc, oldest_, to_end);
@@ -135,11 +142,11 @@ void ColumnSegment::match(const Probes& probes, std::uint64_t* out, std::size_t 
 }
 
 // ORs each hash index's row, masked to its columns, into acc (row_words_ words).
-void ColumnSegment::match_rows(const Probes& probes, std::uint64_t* acc) const noexcept {
+void ColumnSegment::match_rows(const std::uint64_t* row_starts, std::uint64_t* acc) const noexcept {
   std::uint64_t* row = acc + row_words_ + 1;
   for (std::uint32_t j = 0; j < k_; ++j) {
     if (index_used_[j] == 0) continue;
-    load_row(row_of(probes, j), row);
+    for (std::uint32_t w = 0; w < row_words_; ++w) row[w] = bits_at(cells_.data(), row_starts[j] + 64 * std::uint64_t{w});
     const std::uint64_t* mask = &index_masks_[static_cast<std::size_t>(j) * row_words_];
     for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= row[w] & mask[w];
   }
@@ -147,16 +154,15 @@ void ColumnSegment::match_rows(const Probes& probes, std::uint64_t* acc) const n
 
 // The same from whole lines: row j sits in slot s of its line, so the line ANDed with the index's mask at
 // slot s is ORed into slot s's accumulator; each slot's bits are then shifted down once.
-void ColumnSegment::match_lines(const Probes& probes, std::uint64_t* acc) const noexcept {
+void ColumnSegment::match_lines(const std::uint64_t* row_starts, std::uint64_t* acc) const noexcept {
   const std::uint64_t slots = layout_.per_block;
   std::uint64_t* by_slot = acc + 2 * (row_words_ + 1);  // slots lines, then a zero word for bits_at
   std::fill(by_slot, by_slot + slots * kLineWords + 1, 0);
   std::uint64_t used = 0;  // slots that received a line
   for (std::uint32_t j = 0; j < k_; ++j) {
     if (index_used_[j] == 0) continue;
-    const std::uint64_t row = row_of(probes, j);
-    const std::uint64_t block = layout_.start(row) / kLineBits;
-    const std::uint64_t slot = row - block * slots;
+    const std::uint64_t block = row_starts[j] / kLineBits;
+    const std::uint64_t slot = ((row_starts[j] % kLineBits) * slot_magic_) >> 32;  // the bit in the line / C
     const std::uint64_t* line = cells_.data() + block * kLineWords;
     const std::uint64_t* mask = &line_masks_[(j * slots + slot) * kLineWords];
     std::uint64_t* into = by_slot + slot * kLineWords;

@@ -149,7 +149,7 @@ bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) c
 
 // b.5's answer from k row reads per segment: the valid slices holding the key's bit, oldest first, then
 // the first run of k of them.
-std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns) const {
+std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located) const {
   if (!read_rows_) {
     return detail::oldest_matching_window(slices_, params_.k, probes,
                                           [&](const BitSlice& slice) { return !expired(slice, now_ns); });
@@ -157,9 +157,12 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
   const std::size_t n = slices_.size();
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
   match_bits_.assign(valid.size(), 0);
+  LocatedRows here;
+  if (located == nullptr) located = &here;
   std::size_t offset = 0;
   for (const auto& segment : segments_) {
-    segment->match(probes, match_bits_.data(), offset);
+    if (!located_in(*segment, *located)) locate(*segment, probes, *located);
+    segment->match(located->start.data(), match_bits_.data(), offset);
     offset += segment->live();
   }
   for (std::size_t w = 0; w < valid.size(); ++w) match_bits_[w] &= valid[w];
@@ -196,24 +199,40 @@ bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
   return contains_at(Probes(key, params_.k), clamp(now));
 }
 
+// `located` holds the rows of one segment at a time: the newest one's last, for the insertion.
+bool TimeLimitedFilter::located_in(const ColumnSegment& segment, const LocatedRows& located) const noexcept {
+  return located.segment == &segment && located.layout_version == layout_version_;
+}
+
+void TimeLimitedFilter::locate(const ColumnSegment& segment, const Probes& probes, LocatedRows& located) const noexcept {
+  segment.locate(probes, located.start.data());
+  located.segment = &segment;
+  located.layout_version = layout_version_;
+}
+
 // The lines every key needs first: the query's first probe (the oldest window's newest slice, b.5) and the
-// k lines an absent key's insertion writes. The rest of the query depends on what these hold.
-void TimeLimitedFilter::prefetch_first_lines(const Probes& probes) const noexcept {
+// k lines an absent key's insertion writes. The rest of the query depends on what these hold. Reading by
+// rows, the rows are located here once for the query and the insertion that follow (`located`).
+void TimeLimitedFilter::prefetch_first_lines(const Probes& probes, LocatedRows& located) const noexcept {
   if (read_rows_) {
-    for (const auto& segment : segments_) segment->prefetch(probes);
+    for (const auto& segment : segments_) {
+      locate(*segment, probes, located);
+      segment->prefetch(located.start.data());
+    }
     return;
   }
   for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
   slices_[slices_.size() - params_.k].prefetch(probes);
 }
 
-bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, std::optional<Duration>* age) {
+bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, LocatedRows& located,
+                                              std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const std::int64_t window = oldest_window(probes, now_ns);
+  const std::int64_t window = oldest_window(probes, now_ns, &located);
   const bool present = window >= 0;
   if (present && age != nullptr) *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);  // before a slide
-  if (!present || refresh_on_duplicate_) insert(probes, now_ns);
+  if (!present || refresh_on_duplicate_) insert(probes, now_ns, &located);
   return present;
 }
 
@@ -239,15 +258,17 @@ Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldes
 
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
   const Probes probes(key, params_.k);
-  prefetch_first_lines(probes);
-  return test_and_insert_probes(probes, now);
+  LocatedRows located;
+  prefetch_first_lines(probes, located);
+  return test_and_insert_probes(probes, now, located);
 }
 
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
   const Probes probes(key, params_.k);
-  prefetch_first_lines(probes);
+  LocatedRows located;
+  prefetch_first_lines(probes, located);
   Sighting sighting;
-  sighting.present = test_and_insert_probes(probes, now, &sighting.age);
+  sighting.present = test_and_insert_probes(probes, now, located, &sighting.age);
   return sighting;
 }
 
@@ -265,21 +286,22 @@ void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std
   }
   const std::size_t lookahead = batch_lookahead();
   std::array<Probes, detail::kBatchLookahead> ahead;
+  std::array<LocatedRows, detail::kBatchLookahead> located;
   for (std::size_t i = 0; i < std::min(lookahead, keys.size()); ++i) {
     ahead[i] = Probes(keys[i], params_.k);
-    prefetch_first_lines(ahead[i]);
+    prefetch_first_lines(ahead[i], located[i]);
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
     Probes& probes = ahead[i % lookahead];
-    present[i] = test_and_insert_probes(probes, now[i]);
+    present[i] = test_and_insert_probes(probes, now[i], located[i % lookahead]);
     if (i + lookahead < keys.size()) {
       probes = Probes(keys[i + lookahead], params_.k);
-      prefetch_first_lines(probes);
+      prefetch_first_lines(probes, located[i % lookahead]);
     }
   }
 }
 
-void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns) {
+void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const LocatedRows* located) {
   if (last_insert_ns_ == kUnstamped) {
     reset(now_ns);  // the first insertion starts the clock
   } else if (elapsed(now_ns, last_insert_ns_) > ttl_ns_) {
@@ -289,7 +311,15 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns) {
     end_generation_early();
   }
   if (generation_remaining_ == 0) slide(now_ns);
-  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].set(probes);
+  // After a slide, reset or early generation end above the rows are found again.
+  for (std::uint32_t p = 0; p < params_.k; ++p) {
+    ColumnSlice& slice = slices_[p];
+    if (located != nullptr && located_in(*slice.segment, *located)) {
+      slice.set_at_row(located->start[slice.hash_index]);
+    } else {
+      slice.set(probes);
+    }
+  }
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
   last_insert_ns_ = now_ns;
   ++generation_inserted_;

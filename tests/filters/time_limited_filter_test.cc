@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bloomgate/filters/column_segment.h"
@@ -356,16 +359,21 @@ TEST(TimeLimitedFilter, RestoresFromViewsAskingInAscendingIdOrder) {
   EXPECT_THROW(restore(damaged.meta(), damaged_views), FormatError);
 }
 
-// Forwards to a time-limited filter and records the most segments it had.
+// Forwards to a time-limited filter, records the most segments it had, and counts the answers of
+// test_and_insert (its rows located once for the prefetch, the query and the insertion) that differ from
+// contains() asked just before (rows located afresh).
 class SegmentCounter final : public Filter {
  public:
   SegmentCounter(TimeLimitedFilter& filter, std::size_t& most_segments) : filter_(filter), most_(most_segments) {}
   FilterType type() const noexcept override { return filter_.type(); }
   bool test_and_insert(KeyHash key, TimePoint now) override {
+    const bool queried = filter_.contains(key, now);
     const bool present = filter_.test_and_insert(key, now);
+    if (present != queried) ++mismatches;
     most_ = std::max(most_, filter_.segment_count());
     return present;
   }
+  std::uint64_t mismatches = 0;
   bool contains(KeyHash key, TimePoint now) const override { return filter_.contains(key, now); }
   FilterStats stats(TimePoint now) const override { return filter_.stats(now); }
   FilterImage image(ImageScope scope) const override { return filter_.image(scope); }
@@ -504,7 +512,9 @@ TEST(ColumnSegment, MatchIsTheKeysBitOfEveryLiveColumnInAgeOrder) {
       const detail::Probes probes(KeyHash{rng()}, k);
       const std::size_t offset = rng() % 70;
       std::vector<std::uint64_t> got((offset + width + 63) / 64 + 2, 0);
-      segment.match(probes, got.data(), offset);
+      std::array<std::uint64_t, detail::kMaxProbes> row_starts{};
+      segment.locate(probes, row_starts.data());
+      segment.match(row_starts.data(), got.data(), offset);
       for (std::uint32_t age = 0; age < segment.live(); ++age) {
         const std::uint32_t c = segment.column_of_age(age);
         const bool expected = segment.test(segment.row_of(probes, index_of[c]), c);
@@ -697,6 +707,41 @@ TEST(TimeLimitedFilter, LargeSlicesThroughRateChanges) {
               static_cast<unsigned long long>(out.events), most_segments, filter.segment_count(),
               static_cast<double>(stats.bits) / static_cast<double>(slice_bits));
   EXPECT_EQ(out.false_negatives, 0U);
+  EXPECT_EQ(probe.mismatches, 0U);
+  EXPECT_GT(most_segments, 1U) << "the rate changes opened segments";
+}
+
+// The batch locates each key's rows one key ahead, so a slide between its prefetch and its query must not
+// leave it reading or setting the rows of a layout that has changed: same answers, same filter.
+TEST(TimeLimitedFilter, ALargeFilterBatchedThroughRateChangesAnswersLikeOneCallPerKey) {
+  TimeLimitedFilter one_by_one(tlbf_options(0.01, seconds(10), 400'000));
+  TimeLimitedFilter batched(tlbf_options(0.01, seconds(10), 400'000));
+  std::mt19937_64 rng(95);  // fixed seed: keys, gaps and batch sizes
+  std::vector<KeyHash> keys;
+  std::vector<TimePoint> times;
+  TimePoint now = kStart;
+  std::uint64_t next_key = 0;
+  for (const auto& [span, per_second] : std::vector<std::pair<int, int>>{{12, 40'000}, {4, 120'000}, {8, 15'000}}) {
+    const TimePoint end = now + seconds(span);
+    for (; now < end; now += std::chrono::nanoseconds(1'000'000'000 / per_second)) {
+      const bool repeat = next_key > 1000 && rng() % 10 < 3;
+      keys.push_back(hash_key(key_name(repeat ? next_key - 1 - rng() % 1000 : next_key++)));
+      times.push_back(now);
+    }
+  }
+  std::size_t most_segments = 0;
+  for (std::size_t begin = 0; begin < keys.size();) {
+    const std::size_t size = std::min<std::size_t>(1 + rng() % 700, keys.size() - begin);
+    std::unique_ptr<bool[]> answers(new bool[size]);
+    batched.test_and_insert_batch(std::span(keys).subspan(begin, size), std::span(times).subspan(begin, size),
+                                  std::span(answers.get(), size));
+    for (std::size_t i = 0; i < size; ++i) {
+      ASSERT_EQ(answers[i], one_by_one.test_and_insert(keys[begin + i], times[begin + i])) << begin + i;
+    }
+    most_segments = std::max(most_segments, batched.segment_count());
+    begin += size;
+  }
+  EXPECT_EQ(serialize(batched), serialize(one_by_one));
   EXPECT_GT(most_segments, 1U) << "the rate changes opened segments";
 }
 

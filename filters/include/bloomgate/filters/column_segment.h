@@ -80,11 +80,15 @@ class ColumnSegment {
     cells_[bit >> 6] |= mask;
     return was_clear;
   }
-  // Requests the rows of every hash index a live column uses.
-  void prefetch(const Probes& probes) const noexcept;
+  // The first bit of the key's row for every hash index a live column uses (layout_.start of row_of), in
+  // row_starts[index]: found once per key, then used to request, match and set its rows.
+  void locate(const Probes& probes, std::uint64_t* row_starts) const noexcept;
+  // Requests the located rows.
+  void prefetch(const std::uint64_t* row_starts) const noexcept;
 
-  // ORs the key's match bits of the live columns, oldest first, into out[offset, offset + live()).
-  void match(const Probes& probes, std::uint64_t* out, std::size_t offset) const noexcept;
+  // ORs the key's match bits of the live columns, oldest first, into out[offset, offset + live()), from
+  // the rows locate() found for the key.
+  void match(const std::uint64_t* row_starts, std::uint64_t* out, std::size_t offset) const noexcept;
 
   // Appends the newest column (requires !full()); returns its column number.
   std::uint32_t push(std::uint32_t hash_index);
@@ -126,8 +130,8 @@ class ColumnSegment {
   void load_row(std::uint64_t row, std::uint64_t* out) const noexcept;
   void load_block(std::uint64_t block, std::uint32_t first, std::uint64_t* a) const noexcept;
   bool by_lines() const noexcept { return !line_masks_.empty(); }
-  void match_rows(const Probes& probes, std::uint64_t* acc) const noexcept;
-  void match_lines(const Probes& probes, std::uint64_t* acc) const noexcept;
+  void match_rows(const std::uint64_t* row_starts, std::uint64_t* acc) const noexcept;
+  void match_lines(const std::uint64_t* row_starts, std::uint64_t* acc) const noexcept;
   void set_index_bit(std::uint32_t column, std::uint32_t hash_index, bool on) noexcept;
 
   std::uint64_t rows_;
@@ -148,6 +152,8 @@ class ColumnSegment {
   // and lines up R accumulators instead of k rows. Empty otherwise.
   std::vector<std::uint64_t> line_masks_;
   mutable std::vector<std::uint64_t> scratch_;  // the accumulators of match()
+  // ceil(2^32 / C): a bit offset within a line (below 512) divided by C, as an exact multiply-shift.
+  std::uint64_t slot_magic_;
 };
 
 // The first window of k consecutive ones in `bits` (n bits, bit i = the slice at position n-1-i, so
@@ -178,8 +184,10 @@ struct ColumnSlice : BitSlice {
     const std::uint64_t b = cell_of(probes);
     return ((cells[b >> 6] >> (b & 63)) & 1U) != 0;
   }
-  void set(const Probes& probes) noexcept {
-    const std::uint64_t b = cell_of(probes);
+  void set(const Probes& probes) noexcept { set_at_row(layout.start(fast_range(probes.value[hash_index], bits))); }
+  // The same, given the first bit of the key's row (ColumnSegment::match's row_starts).
+  void set_at_row(std::uint64_t row_start) noexcept {
+    const std::uint64_t b = row_start + column;
     const std::uint64_t mask = std::uint64_t{1} << (b & 63);
     if ((cells[b >> 6] & mask) == 0) ++set_bits;
     cells[b >> 6] |= mask;

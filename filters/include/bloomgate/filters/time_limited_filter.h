@@ -42,6 +42,7 @@
 // buffers and validity cache too, so they need the same single thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -95,7 +96,18 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
-  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns) const;
+  // A key's rows in one segment (ColumnSegment::locate), found once for the prefetch, the query and the
+  // insertion. Valid while the layout is the one they were found in: no slice pushed or dropped, no segment
+  // resized or freed since (every such change moves layout_version_ on).
+  struct LocatedRows {
+    const detail::ColumnSegment* segment = nullptr;
+    std::uint64_t layout_version = 0;
+    std::array<std::uint64_t, detail::kMaxProbes> start;
+  };
+  bool located_in(const detail::ColumnSegment& segment, const LocatedRows& located) const noexcept;
+  void locate(const detail::ColumnSegment& segment, const detail::Probes& probes, LocatedRows& located) const noexcept;
+  // Reading by rows, leaves `located` (when given) holding the newest segment's rows.
+  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr) const;
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   std::uint64_t segment_rows(std::uint64_t bits) const;
@@ -106,12 +118,13 @@ class TimeLimitedFilter final : public Filter {
   void restore_slices(std::vector<detail::BitSlice> decoded, const std::vector<std::uint64_t>& set_bits);
   detail::ColumnSlice& place_restored(detail::BitSlice decoded, std::uint64_t set_bits);
   std::vector<detail::Words> slice_words(ImageScope scope) const;
-  void prefetch_first_lines(const detail::Probes& probes) const noexcept;
+  void prefetch_first_lines(const detail::Probes& probes, LocatedRows& located) const noexcept;
   std::size_t batch_lookahead() const noexcept;
   // Sets *age (when age is not null) for a present key.
-  bool test_and_insert_probes(const detail::Probes& probes, TimePoint now, std::optional<Duration>* age = nullptr);
+  bool test_and_insert_probes(const detail::Probes& probes, TimePoint now, LocatedRows& located,
+                              std::optional<Duration>* age = nullptr);
   Duration sighting_age(const detail::Probes& probes, std::size_t oldest_window, std::int64_t now_ns) const;
-  void insert(const detail::Probes& probes, std::int64_t now_ns);
+  void insert(const detail::Probes& probes, std::int64_t now_ns, const LocatedRows* located = nullptr);
   void reset(std::int64_t now_ns);
   void end_generation_early();
   void slide(std::int64_t now_ns);
