@@ -602,7 +602,12 @@ namespace {
 // data block of ~200 KiB, read with one pread(2) straight into the block's buffer, and the kernel's own
 // readahead keeps the disk ahead of the scan (the table files are not advised random, database_options()).
 // Measured on state_bench's store (StateStore::open + restore_filter, cold, median of 15, twice each):
-// 0.031 and 0.029 s without, 0.039 and 0.041 s with an 8 MiB readahead.
+// 0.031 and 0.029 s without, 0.039 and 0.041 s with an 8 MiB readahead. Asking the kernel up front to read
+// the partition's table files whole (posix_fadvise(POSIX_FADV_WILLNEED) on the live files whose key range
+// overlaps its slices, before the scan) was slower too: state_bench --reps 9, three alternated runs, RocksDB
+// reads 0.026, 0.027 and 0.045 s with it against 0.018-0.021 s without, the call itself ~1.8 ms. The disk
+// then serves both files at once, so the first blocks come no sooner, and the device's readahead
+// (read_ahead_kb 8192 on the bench's VM) already keeps the disk busy behind the scan.
 rocksdb::ReadOptions scan_options() {
   rocksdb::ReadOptions options = read_options();
   options.fill_cache = false;
