@@ -94,7 +94,7 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uin
       k_(k),
       row_words_((columns + 63) / 64),
       layout_(RowLayout::for_columns(columns, rows)),
-      cells_((layout_.blocks(rows) * layout_.block_bits + 63) / 64 + kPadWords, 0),
+      cells_((layout_.blocks(rows) * layout_.block_bits + 63) / 64 + kPadWords),
       index_masks_(static_cast<std::size_t>(k) * row_words_, 0),
       index_used_(k, 0),
       column_index_(columns, 0),

@@ -653,6 +653,21 @@ TEST(TimeLimitedFilter, ALargeFilterOfSeveralSegmentsRestoresExactly) {
   expect_restores_exactly(filter, end, store);
 }
 
+// Over 2 MiB of cells: the segment the restore scatters into (column_restore.h) is a fresh mapping that
+// nothing memsets (zeroed_words.h). Answers and bytes must still be the imaged filter's (a cell left set
+// would answer keys the original does not, and be gathered into the next image); that every word, the
+// padding included, starts zero is zeroed_words_test's.
+TEST(TimeLimitedFilter, AFilterOnMappedCellsRestoresExactly) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'600'000));
+  run_stream({{seconds(20), 165'000}}, 0.2, 100'000, true, 97, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  const TimePoint end = kStart + seconds(20);
+  ASSERT_EQ(filter.segment_count(), 1U);
+  ASSERT_GT(filter.stats(end).bits, std::uint64_t{16} << 20);
+  CheckpointStore store;
+  expect_restores_exactly(filter, end, store);
+}
+
 // Slices of 2^16 bits or more share segments (sizes within 1/16, rounded up). A filter of that size at a
 // Poisson rate a little off its expected one: no false negatives, FPR within the bound, one segment in the
 // steady state, its checkpoint records restore to the same answers and bytes.

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
-#include "bloomgate/filters/huge_page_allocator.h"
+#include "bloomgate/filters/zeroed_words.h"
 
 namespace bloomgate::filters::detail {
 
@@ -141,9 +141,9 @@ class ColumnSegment {
   RowLayout layout_;
   std::uint32_t oldest_ = 0;
   std::uint32_t live_ = 0;
-  // The rows as layout_ places them, then padding. A 256 MiB segment on small pages adds a page walk to
-  // every row read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
-  std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> cells_;
+  // The rows as layout_ places them, then padding, all zero until set. A 256 MiB segment on small pages
+  // adds a page walk to every row read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
+  ZeroedWords cells_;
   std::vector<std::uint64_t> index_masks_;    // k rows of row_words_: the live columns of hash index j
   std::vector<std::uint32_t> index_used_;     // live columns per hash index
   std::vector<std::uint32_t> column_index_;   // hash index of each column

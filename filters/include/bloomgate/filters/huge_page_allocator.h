@@ -1,6 +1,7 @@
 // File: huge_page_allocator.h
 //
-// Internal to filters/ (namespace detail), also used by bench/ so the baselines get the same memory.
+// Internal to filters/ (namespace detail), used by bench/ so the baselines get the memory a segment's
+// cells get (zeroed_words.h, which also uses the constants below).
 // An allocator for bit arrays: a buffer of at least one huge page (2 MiB) is aligned to 2 MiB and
 // madvise(MADV_HUGEPAGE)d, so the kernel backs it with transparent huge pages where it can. A filter of
 // 256 MiB spans 65,536 small pages, far more than the TLB holds, and every random probe would add a page
