@@ -297,7 +297,7 @@ void transpose64(std::uint64_t* a) noexcept {
 std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
   const std::uint64_t block_count = blocks();
   if (columns_ == 1) {  // a small slice's segment: its rows are back to back, the cells are its words
-    return std::vector<Words>(columns.size(), Words(cells_.begin(), cells_.begin() + static_cast<std::ptrdiff_t>(block_count)));
+    return std::vector<Words>(columns.size(), Words(cells_.data(), cells_.data() + block_count));
   }
   std::vector<Words> out(columns.size(), Words(block_count, 0));
   std::vector<std::size_t> order(columns.size());
