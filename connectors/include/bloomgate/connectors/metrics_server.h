@@ -97,8 +97,9 @@ class MetricsServer {
 };
 
 // Registers the gauge `bloomgate_build_info{allocator="...",version="..."} 1`, the usual way to expose a
-// build's version (join on it in queries), with the malloc serving the process (app/build_info.h). Calling it again is harmless on a registry that merges families (the default,
-// InsertBehavior::Merge); another version adds a second series.
+// build's version (join on it in queries), with the malloc serving the process (app/build_info.h). Calling
+// it again is harmless on a registry that merges families (the default, InsertBehavior::Merge); another
+// version adds a second series.
 void register_build_info(prometheus::Registry& registry, std::string_view version, std::string_view allocator);
 
 }  // namespace bloomgate::connectors
