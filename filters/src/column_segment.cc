@@ -71,6 +71,14 @@ class RowWalk {
   std::uint64_t bit_;
 };
 
+// Indexes of `columns` in ascending column order.
+std::vector<std::size_t> by_column(const std::vector<std::uint32_t>& columns) {
+  std::vector<std::size_t> order(columns.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return columns[x] < columns[y]; });
+  return order;
+}
+
 }  // namespace
 
 RowLayout RowLayout::for_columns(std::uint64_t columns, std::uint64_t rows) noexcept {
@@ -102,13 +110,10 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uin
       scratch_(2 * (row_words_ + 1) + (line_slots_apply(layout_) ? layout_.per_block * kLineWords + 1 : 0), 0),
       slot_magic_(((std::uint64_t{1} << 32) + columns - 1) / columns) {}
 
-std::uint64_t ColumnSegment::row_word(std::uint64_t row, std::uint32_t word) const noexcept {
-  return bits_at(cells_.data(), layout_.start(row) + 64 * std::uint64_t{word});
-}
-
-// Bits past the last column come from the next row or the line's padding; the index masks are zero there.
-void ColumnSegment::load_row(std::uint64_t row, std::uint64_t* out) const noexcept {
-  for (std::uint32_t w = 0; w < row_words_; ++w) out[w] = row_word(row, w);
+// The row whose first bit is `start`. Bits past the last column come from the next row or the line's
+// padding; the index masks are zero there.
+void ColumnSegment::load_row_at(std::uint64_t start, std::uint64_t* out) const noexcept {
+  for (std::uint32_t w = 0; w < row_words_; ++w) out[w] = bits_at(cells_.data(), start + 64 * std::uint64_t{w});
 }
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* row_starts) const noexcept {
@@ -146,7 +151,7 @@ void ColumnSegment::match_rows(const std::uint64_t* row_starts, std::uint64_t* a
   std::uint64_t* row = acc + row_words_ + 1;
   for (std::uint32_t j = 0; j < k_; ++j) {
     if (index_used_[j] == 0) continue;
-    for (std::uint32_t w = 0; w < row_words_; ++w) row[w] = bits_at(cells_.data(), row_starts[j] + 64 * std::uint64_t{w});
+    load_row_at(row_starts[j], row);
     const std::uint64_t* mask = &index_masks_[static_cast<std::size_t>(j) * row_words_];
     for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= row[w] & mask[w];
   }
@@ -203,12 +208,9 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
 // One bit per row, so this touches every line of the segment: once per generation.
 void ColumnSegment::pop() noexcept {
   const std::uint32_t column = oldest_;
-  std::uint64_t row = 0;
-  for (std::uint64_t block = 0; row < rows_; block += layout_.block_bits) {
-    std::uint64_t bit = block + column;
-    for (std::uint64_t i = 0; i < layout_.per_block && row < rows_; ++i, ++row, bit += columns_) {
-      cells_[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
-    }
+  RowWalk walk(layout_, 0, column);
+  for (std::uint64_t row = 0; row < rows_; ++row, walk.next()) {
+    cells_[walk.bit() >> 6] &= ~(std::uint64_t{1} << (walk.bit() & 63));
   }
   set_index_bit(column, column_index_[column], false);
   oldest_ = (oldest_ + 1) % columns_;
@@ -220,7 +222,7 @@ std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t columns) co
   std::vector<std::uint64_t> row(row_words_ + 1, 0);
   const std::uint32_t to_end = std::min(live_, columns_ - oldest_);
   for (std::uint64_t r = 0; r < rows_; ++r) {
-    load_row(r, row.data());
+    load_row_at(layout_.start(r), row.data());
     row[row_words_ - 1] &= low_bits(columns_ - 64 * (row_words_ - 1));
     const std::uint64_t at = out->layout_.start(r);
     or_bits(out->cells_.data(), at, row.data(), oldest_, to_end);
@@ -300,9 +302,7 @@ std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& colum
     return std::vector<Words>(columns.size(), Words(cells_.data(), cells_.data() + block_count));
   }
   std::vector<Words> out(columns.size(), Words(block_count, 0));
-  std::vector<std::size_t> order(columns.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return columns[x] < columns[y]; });
+  const std::vector<std::size_t> order = by_column(columns);
   std::vector<std::size_t> window_starts;  // indexes into `order`
   for (std::size_t i = 0; i < order.size(); ++i) {
     if (window_starts.empty() || columns[order[i]] >= columns[order[window_starts.back()]] + 64) window_starts.push_back(i);
@@ -336,9 +336,7 @@ void ColumnSegment::load_block(std::uint64_t block, std::uint32_t first, std::ui
 // instead of 14.2 ms of CPU for 156 columns of 1,653,248 rows (state_bench's filter).
 void ColumnSegment::scatter(const std::vector<std::uint32_t>& columns,
                             const std::vector<const std::uint64_t*>& words) {
-  std::vector<std::size_t> order(columns.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return columns[x] < columns[y]; });
+  const std::vector<std::size_t> order = by_column(columns);
   std::vector<const std::uint64_t*> sorted;
   for (const std::size_t n : order) sorted.push_back(words[n]);
   std::vector<ColumnRun> runs;

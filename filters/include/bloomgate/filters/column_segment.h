@@ -126,8 +126,7 @@ class ColumnSegment {
   }
 
  private:
-  std::uint64_t row_word(std::uint64_t row, std::uint32_t word) const noexcept;
-  void load_row(std::uint64_t row, std::uint64_t* out) const noexcept;
+  void load_row_at(std::uint64_t start, std::uint64_t* out) const noexcept;
   void load_block(std::uint64_t block, std::uint32_t first, std::uint64_t* a) const noexcept;
   bool by_lines() const noexcept { return !line_masks_.empty(); }
   void match_rows(const std::uint64_t* row_starts, std::uint64_t* acc) const noexcept;
@@ -177,15 +176,16 @@ struct ColumnSlice : BitSlice {
     layout = in->layout();
     column = at;
   }
-  std::uint64_t cell_of(const Probes& probes) const noexcept {
-    return layout.start(fast_range(probes.value[hash_index], bits)) + column;
+  std::uint64_t row_start_of(const Probes& probes) const noexcept {
+    return layout.start(fast_range(probes.value[hash_index], bits));
   }
+  std::uint64_t cell_of(const Probes& probes) const noexcept { return row_start_of(probes) + column; }
   bool test(const Probes& probes) const noexcept {
     const std::uint64_t b = cell_of(probes);
     return ((cells[b >> 6] >> (b & 63)) & 1U) != 0;
   }
-  void set(const Probes& probes) noexcept { set_at_row(layout.start(fast_range(probes.value[hash_index], bits))); }
-  // The same, given the first bit of the key's row (ColumnSegment::match's row_starts).
+  void set(const Probes& probes) noexcept { set_at_row(row_start_of(probes)); }
+  // The same, given the first bit of the key's row (ColumnSegment::locate's row_starts).
   void set_at_row(std::uint64_t row_start) noexcept {
     const std::uint64_t b = row_start + column;
     const std::uint64_t mask = std::uint64_t{1} << (b & 63);
