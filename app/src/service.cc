@@ -19,6 +19,7 @@
 #include "bloomgate/connectors/producer.h"
 #include "bloomgate/connectors/state_store.h"
 #include "bloomgate/filters/format.h"
+#include "checkpoint_writer.h"
 #include "input_rebuilder.h"
 #include "output_reconciler.h"
 #include "output_record.h"
@@ -163,6 +164,9 @@ struct PartitionWorker {
   // moved: an event whose record was refused is decided and fetched, but its offset never advanced.
   bool decided_since_commit = false;
   bool full_image_next = false;                  // the next checkpoint writes every slice (a fresh store)
+  // Slices dropped from the filter whose deletion was in a checkpoint that failed to write: the next
+  // checkpoint deletes them (a whole image rewrites the slices, not what is gone).
+  std::vector<std::uint64_t> unwritten_drops;
   FprProbe fpr_probe;
 };
 
@@ -306,6 +310,7 @@ class Service::Impl {
   connectors::StateStoreOptions store_options() const {
     connectors::StateStoreOptions options;
     options.log = rocksdb_log();
+    options.env = options_.state_env;
     return options;
   }
 
@@ -339,6 +344,7 @@ class Service::Impl {
   // this member owns keep their filters in memory and write them whole at their next checkpoint; the
   // others lost their state with the directory (lost_with_quarantine_).
   void quarantine_and_reopen() {
+    finish_pending_checkpoint();
     store_.reset();
     const std::string moved = StateStore::quarantine(config_.state.dir);
     spdlog::error("state store: the damaged state directory was moved to {}; the partitions whose state was there "
@@ -450,10 +456,14 @@ class Service::Impl {
       events_since_timer_check = 0;
       const auto now = Clock::now();
       check_retention(now);
-      if (now >= next_checkpoint || transaction_doomed_) {
+      if (transaction_ && (now >= next_checkpoint || transaction_doomed_)) {
         checkpoint(all_workers(), CommitMode::kAsync, now + kCheckpointFlushTimeout);
         next_checkpoint = now + config_.state.checkpoint_interval;
+      } else if (!transaction_ && now >= next_checkpoint && !pending_checkpoint_) {
+        capture_checkpoint();
+        next_checkpoint = now + config_.state.checkpoint_interval;
       }
+      advance_checkpoint();
       if (now >= next_snapshot) {
         publish_snapshot();
         next_snapshot = now + options_.snapshot_interval;
@@ -555,6 +565,7 @@ class Service::Impl {
     out.key = message.key();
     out.value = message.value();
     out.timestamp_ms = message.timestamp_ms().value_or(0);
+    out.opaque = epoch_tag(epoch_);
     if (transaction_) {
       if (KafkaError error = transaction_->ensure_open(); !error.ok()) {
         fail("exactly_once: a transaction could not begin: " + error.describe());
@@ -569,6 +580,7 @@ class Service::Impl {
       else fail("producing to " + topic + " failed: " + error.describe());
       return false;
     }
+    ++in_flight_this_epoch_;
     return true;
   }
 
@@ -576,6 +588,7 @@ class Service::Impl {
   // comes from it. Keyed by names, never by worker: a lost partition's worker may be gone before the
   // reports of its records arrive.
   void on_delivery(const connectors::DeliveryReport& report) {
+    delivered_in_epoch(reinterpret_cast<std::uintptr_t>(report.opaque));
     if (report.error.ok()) {
       if (report.partition < 0 || report.offset < 0) return;
       auto topic = acked_.find(report.topic);
@@ -625,6 +638,7 @@ class Service::Impl {
     restoring_ = true;
     publish_snapshot();
     if (options_.on_restore) options_.on_restore();
+    finish_pending_checkpoint();
     try {
       if (!failure_) assign_partitions(partitions);
     } catch (const std::exception& e) {
@@ -971,6 +985,7 @@ class Service::Impl {
   }
 
   void revoke(const TopicPartitions& partitions, bool lost) {
+    finish_pending_checkpoint();
     std::vector<PartitionWorker*> leaving;
     for (const auto& partition : partitions) {
       const auto it = workers_.find(PartitionKey(partition.topic, partition.partition));
@@ -1028,6 +1043,7 @@ class Service::Impl {
   // acknowledged, and its offset is committed only when its checkpoint is durable.
   CheckpointResult checkpoint(const std::vector<PartitionWorker*>& workers, CommitMode mode, Clock::time_point deadline) {
     if (transaction_) return transactional_checkpoint(deadline);
+    finish_pending_checkpoint();
     CheckpointResult result;
     if (failure_) return {false, 0};
     const auto budget = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
@@ -1043,28 +1059,154 @@ class Service::Impl {
       if (worker->next_offset >= 0 && worker->next_offset != worker->checkpointed_offset) changed.push_back(worker);
     }
     result.state_failures = write_states(changed);
+    result.committed = commit_checkpointed(workers, mode);
+    return result;
+  }
+
+  // Commits each partition's last durable checkpoint that Kafka does not have yet; false when the commit
+  // failed. A checkpoint that failed to write leaves its partition at the one before.
+  bool commit_checkpointed(const std::vector<PartitionWorker*>& workers, CommitMode mode) {
     TopicPartitions offsets;
     std::vector<PartitionWorker*> committing;
     for (PartitionWorker* worker : workers) {
-      // Not checkpointed at its next offset (never, or the write just failed): nothing to commit.
-      if (worker->next_offset < 0 || worker->next_offset != worker->checkpointed_offset) continue;
-      if (worker->next_offset == worker->committed_offset) continue;
-      offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->next_offset,
+      if (worker->checkpointed_offset < 0 || worker->checkpointed_offset == worker->committed_offset) continue;
+      offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->checkpointed_offset,
                                        std::to_string(worker->checkpointed_output), {}});
       committing.push_back(worker);
     }
-    if (offsets.empty()) return result;
+    if (offsets.empty()) return true;
     if (KafkaError error = consumer_->commit(offsets, mode); !error.ok()) {
       spdlog::warn("offset commit failed: {}", error.describe());
-      result.committed = false;
-      return result;
+      return false;
     }
     for (PartitionWorker* worker : committing) {
-      worker->committed_offset = worker->next_offset;
-      worker->report->committed_offset = worker->next_offset;
+      worker->committed_offset = worker->checkpointed_offset;
+      worker->report->committed_offset = worker->checkpointed_offset;
     }
     ++commits_;
-    return result;
+    return true;
+  }
+
+  // ---- at_least_once: the periodic checkpoint, written off the service thread ------------------------
+  // (docs/state.md, "Checkpoints off the polling thread")
+
+  // The records produced between two captures form an epoch; a capture may be written once every record
+  // of its epoch and the ones before is acknowledged (what the flush ensured before).
+  static void* epoch_tag(std::uint64_t epoch) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(epoch)); }
+
+  std::uint64_t seal_epoch() {
+    if (in_flight_this_epoch_ != 0) in_flight_sealed_.emplace_back(epoch_, in_flight_this_epoch_);
+    in_flight_this_epoch_ = 0;
+    return epoch_++;
+  }
+
+  void delivered_in_epoch(std::uintptr_t epoch) {
+    if (epoch == epoch_) {
+      --in_flight_this_epoch_;
+      return;
+    }
+    for (auto& [sealed, count] : in_flight_sealed_) {
+      if (sealed == epoch) --count;
+    }
+    while (!in_flight_sealed_.empty() && in_flight_sealed_.front().second == 0) in_flight_sealed_.pop_front();
+  }
+
+  bool delivered_through(std::uint64_t epoch) const {
+    return in_flight_sealed_.empty() || in_flight_sealed_.front().first > epoch;
+  }
+
+  // The checkpoint of every partition that moved, taken now without a flush: its images, offsets and
+  // output offsets are those of this moment. The filters count the captured changes as persisted at once;
+  // a failed write makes them write whole again (written_in_background).
+  void capture_checkpoint() {
+    if (failure_) return;
+    PendingCheckpoint pending;
+    pending.epoch = seal_epoch();
+    for (PartitionWorker* worker : all_workers()) {
+      if (worker->next_offset < 0 || worker->next_offset == worker->checkpointed_offset) continue;
+      pending.images.push_back(image_of(*worker));
+      worker->deduplicator.filter().mark_persisted();
+      worker->full_image_next = false;
+      worker->unwritten_drops.clear();
+      pending.workers.push_back(worker);
+    }
+    if (pending.workers.empty()) {
+      (void)commit_checkpointed(all_workers(), CommitMode::kAsync);  // one refused before is sent again
+      return;
+    }
+    pending_checkpoint_ = std::move(pending);
+  }
+
+  // Called from the loop: hands the capture to the writer once its records are acknowledged, then takes
+  // the written checkpoints and commits them.
+  void advance_checkpoint() {
+    if (!pending_checkpoint_ || failure_) return;
+    if (!checkpoint_writer_.busy()) {
+      if (!delivered_through(pending_checkpoint_->epoch)) return;
+      checkpoint_writer_.submit(*store_, std::move(pending_checkpoint_->images));
+      return;
+    }
+    if (!checkpoint_writer_.finished()) return;
+    written_in_background(checkpoint_writer_.take());
+    if (!failure_) (void)commit_checkpointed(all_workers(), CommitMode::kAsync);
+  }
+
+  // Before anything else touches the workers or the store (a rebalance, a synchronous checkpoint, the
+  // store's quarantine): the capture in progress is flushed for, written and taken, not committed (the
+  // caller's checkpoint commits it, or the next interval's).
+  void finish_pending_checkpoint() {
+    if (!pending_checkpoint_) return;
+    if (!checkpoint_writer_.busy()) {
+      if (!failure_ && !delivered_through(pending_checkpoint_->epoch)) {
+        if (KafkaError error = producer_->flush(flush_budget()); !error.ok()) {
+          spdlog::warn("flush did not finish ({} records in flight): {}; the checkpoint taken is not written",
+                       producer_->outq_len(), error.message());
+        }
+      }
+      if (failure_ || !delivered_through(pending_checkpoint_->epoch)) {
+        for (std::size_t i = 0; i < pending_checkpoint_->workers.size(); ++i) {
+          unpersisted(*pending_checkpoint_->workers[i], pending_checkpoint_->images[i]);
+        }
+        pending_checkpoint_.reset();
+        return;
+      }
+      checkpoint_writer_.submit(*store_, std::move(pending_checkpoint_->images));
+    }
+    written_in_background(checkpoint_writer_.take());
+  }
+
+  void written_in_background(CheckpointWriter::Done done) {
+    const std::vector<PartitionWorker*> workers = std::move(pending_checkpoint_->workers);
+    pending_checkpoint_.reset();
+    if (done.fatal) {
+      try {
+        std::rethrow_exception(done.fatal);
+      } catch (const std::exception& e) {
+        fail(std::string("writing checkpoints: ") + e.what());
+      } catch (...) {
+        fail("writing checkpoints failed");
+      }
+      return;
+    }
+    for (const GroupWrite& group : done.groups) {
+      for (std::size_t i = group.begin; i < group.end; ++i) {
+        PartitionWorker& worker = *workers[i];
+        const connectors::PartitionImage& image = done.images[i];
+        if (group.error) {
+          checkpoint_failed(worker, image.checkpoint, *group.error);
+          unpersisted(worker, image);
+        } else {
+          checkpoint_written(worker, image.checkpoint, group.written[i - group.begin], group.seconds);
+        }
+      }
+    }
+  }
+
+  // A captured image that was not written: the filter writes whole next time, and deletes what it dropped.
+  static void unpersisted(PartitionWorker& worker, const connectors::PartitionImage& image) {
+    worker.full_image_next = true;
+    const auto& drops = image.image.dropped_slice_ids;
+    worker.unwritten_drops.insert(worker.unwritten_drops.end(), drops.begin(), drops.end());
   }
 
   // ---- exactly_once: one transaction per checkpoint interval (docs/state.md, "Transactional mode") -------
@@ -1206,48 +1348,32 @@ class Service::Impl {
   // to more than kGroupCommitBytes. Returns how many were not written (logged and counted for each): the
   // caller commits nothing for those, and the next interval tries again with their changes unpersisted.
   std::size_t write_states(const std::vector<PartitionWorker*>& workers) {
-    std::size_t failures = 0;
-    std::vector<PartitionWorker*> group;
     std::vector<connectors::PartitionImage> images;
-    std::uint64_t bytes = 0;
-    for (PartitionWorker* worker : workers) {
-      group.push_back(worker);
-      images.push_back(image_of(*worker));
-      bytes += image_bytes(images.back().image);
-      if (bytes < kGroupCommitBytes) continue;
-      failures += write_group(group, images);
-      group.clear();
-      images.clear();
-      bytes = 0;
-    }
-    return failures + write_group(group, images);
-  }
-
-  // One synced WriteBatch for the group; returns how many of its checkpoints were not written (all or none).
-  std::size_t write_group(const std::vector<PartitionWorker*>& group, const std::vector<connectors::PartitionImage>& images) {
-    if (group.empty()) return 0;
-    const auto started = Clock::now();
-    try {
-      const std::vector<connectors::CheckpointWrite> written = store_->write_checkpoints(images);
-      const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-      for (std::size_t i = 0; i < group.size(); ++i) persisted(*group[i], images[i].checkpoint, written[i], seconds);
-      return 0;
-    } catch (const StateStoreError& e) {
-      for (std::size_t i = 0; i < group.size(); ++i) {
-        ++group[i]->report->checkpoint_failures;
-        spdlog::error("{}: checkpoint at input offset {} failed ({}: {}); its offset is not committed, and the "
-                      "checkpoint is tried again at the next interval",
-                      connectors::to_string(group[i]->id), images[i].checkpoint.next_offset,
-                      connectors::to_string(e.kind()), e.what());
+    for (PartitionWorker* worker : workers) images.push_back(image_of(*worker));
+    std::size_t failures = 0;
+    for (const GroupWrite& group : write_in_groups(*store_, images, kGroupCommitBytes)) {
+      for (std::size_t i = group.begin; i < group.end; ++i) {
+        if (group.error) {
+          checkpoint_failed(*workers[i], images[i].checkpoint, *group.error);
+          ++failures;
+          continue;
+        }
+        workers[i]->deduplicator.filter().mark_persisted();
+        workers[i]->full_image_next = false;
+        workers[i]->unwritten_drops.clear();
+        checkpoint_written(*workers[i], images[i].checkpoint, group.written[i - group.begin], group.seconds);
       }
-      return group.size();
     }
+    return failures;
   }
 
-  static std::uint64_t image_bytes(const filters::FilterImage& image) {
-    std::uint64_t bytes = image.meta.size();
-    for (const auto& slice : image.slices) bytes += slice.record.size();
-    return bytes;
+  static void checkpoint_failed(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
+                                const StateStoreError& error) {
+    ++worker.report->checkpoint_failures;
+    spdlog::error("{}: checkpoint at input offset {} failed ({}: {}); its offset is not committed, and the "
+                  "checkpoint is tried again at the next interval",
+                  connectors::to_string(worker.id), checkpoint.next_offset, connectors::to_string(error.kind()),
+                  error.what());
   }
 
   // The partition's checkpoint now, and its filter's image since the last persisted one (whole when the
@@ -1261,14 +1387,14 @@ class Service::Impl {
     image.checkpoint.filter_time_ns = filters::to_epoch_nanos(worker.deduplicator.filter_time(filters::TimePoint{}));
     const auto scope = worker.full_image_next ? filters::ImageScope::kFull : filters::ImageScope::kChangedSinceLastPersist;
     image.image = worker.deduplicator.filter().image(scope);
+    auto& drops = image.image.dropped_slice_ids;
+    drops.insert(drops.end(), worker.unwritten_drops.begin(), worker.unwritten_drops.end());
     return image;
   }
 
-  // After the store made `checkpoint` durable: its changes are persisted, and its offset may be committed.
-  static void persisted(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
-                        const connectors::CheckpointWrite& written, double seconds) {
-    worker.deduplicator.filter().mark_persisted();
-    worker.full_image_next = false;
+  // After the store made `checkpoint` durable: its offset may be committed.
+  static void checkpoint_written(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
+                                 const connectors::CheckpointWrite& written, double seconds) {
     worker.checkpointed_offset = checkpoint.next_offset;
     worker.checkpointed_output = checkpoint.output_offset;
     PartitionReport& report = *worker.report;
@@ -1383,6 +1509,16 @@ class Service::Impl {
   std::map<std::string, const config::PipelineSettings*> pipeline_of_topic_;
 
   std::unique_ptr<StateStore> store_;  // first: destroyed last, after the consumer's close() checkpointed
+  CheckpointWriter checkpoint_writer_{kGroupCommitBytes};  // after store_: stops before it closes
+  struct PendingCheckpoint {
+    std::uint64_t epoch = 0;  // written once the records of this epoch and before are acknowledged
+    std::vector<PartitionWorker*> workers;
+    std::vector<connectors::PartitionImage> images;  // moved to the writer when submitted
+  };
+  std::optional<PendingCheckpoint> pending_checkpoint_;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t in_flight_this_epoch_ = 0;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> in_flight_sealed_;  // (epoch, records unacknowledged)
   std::unique_ptr<connectors::Admin> admin_;
   std::unique_ptr<connectors::Producer> producer_;
   std::unique_ptr<OutputTransaction> transaction_;  // exactly_once only; uses producer_

@@ -555,7 +555,7 @@ CheckpointWrite StateStore::write_checkpoint(const PartitionCheckpoint& checkpoi
   return written;
 }
 
-std::vector<CheckpointWrite> StateStore::write_checkpoints(const std::vector<PartitionImage>& partitions) {
+std::vector<CheckpointWrite> StateStore::write_checkpoints(std::span<const PartitionImage> partitions) {
   rocksdb::WriteBatch batch;
   std::vector<CheckpointWrite> written;
   written.reserve(partitions.size());

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../support/full_disk_file_system.h"
 #include "../support/http_client.h"
 #include "bloomgate/app/service_metrics.h"
 #include "state_test_support.h"
@@ -95,6 +96,63 @@ TEST(DurableState, ARestartKeepsTheFiltersSoRepeatsOfEarlierKeysAreDropped) {
   EXPECT_EQ(forwarded.offsets_twice(), 0U);
   EXPECT_EQ(forwarded.keys_twice(), 0U);
   for (const std::string& key : fresh) EXPECT_EQ(forwarded.times(key), 1) << key;
+}
+
+// The sum of the partitions' committed offsets: the input records up to the commits.
+std::int64_t committed_records(const ServiceSnapshot& snapshot) {
+  std::int64_t sum = 0;
+  for (const PartitionReport& partition : snapshot.partitions) sum += std::max<std::int64_t>(partition.committed_offset, 0);
+  return sum;
+}
+
+// Checkpoints are written off the service thread (docs/state.md, "Checkpoints off the polling thread").
+// While the disk is full they fail: the service goes on consuming and commits nothing past the last
+// durable checkpoint. Once there is room the next checkpoint writes the filters whole, so a restart drops
+// repeats of the keys consumed while the disk was full.
+TEST(DurableState, CheckpointsThatFailOnAFullDiskAreWrittenWholeOnceThereIsRoom) {
+  EmbeddedBroker broker;
+  create_topics(broker, {"events", "events-unique"}, 4);
+  const config::Config config = service_config(broker, "full-disk", {long_ttl_pipeline("events", "events-unique")});
+  const std::int64_t start = past_start_ms();
+  const auto full = std::make_shared<std::atomic<bool>>(false);
+  const std::unique_ptr<rocksdb::Env> env = bloomgate::testing::full_disk_env(full, /*report_free_space=*/false);
+  const auto on_that_disk = [&](ServiceOptions& options) { options.state_env = env.get(); };
+  {
+    ServiceThread service(config, broker, on_that_disk);
+    produce_all(broker, "events", keyed_events(numbered_keys("before", 0, 200), start));
+    ASSERT_TRUE(service.wait_until([](const ServiceSnapshot& s) { return committed_records(s) == 200; }))
+        << "committed " << committed_records(service.snapshot()) << " of 200 records";
+
+    full->store(true);
+    produce_all(broker, "events", keyed_events(numbered_keys("full", 0, 200), start + 10'000));
+    ASSERT_TRUE(service.wait_until_consumed(400));
+    ASSERT_TRUE(service.wait_until([](const ServiceSnapshot& s) {
+      return sum_of(s, &PartitionReport::checkpoint_failures) >= 2;
+    })) << "no checkpoint failed on the full disk";
+    EXPECT_EQ(committed_records(service.snapshot()), 200) << "a commit went past the last durable checkpoint";
+
+    full->store(false);
+    ASSERT_TRUE(service.wait_until([](const ServiceSnapshot& s) { return committed_records(s) == 400; }))
+        << "committed " << committed_records(service.snapshot()) << " of 400 records once there was room";
+    const std::optional<RunResult> result = service.stop();
+    ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
+  }
+
+  std::vector<std::string> keys = numbered_keys("full", 0, 200);
+  const std::vector<std::string> earlier = numbered_keys("before", 0, 100);
+  const std::vector<std::string> fresh = numbered_keys("after", 0, 100);
+  keys.insert(keys.end(), earlier.begin(), earlier.end());
+  keys.insert(keys.end(), fresh.begin(), fresh.end());
+  produce_all(broker, "events", keyed_events(keys, start + 60'000));
+  const ServiceSnapshot second = run_once(broker, config, 400);
+  EXPECT_EQ(second.consumed, 400U) << "the restart resumes at the last checkpoint";
+  EXPECT_EQ(second.duplicates, 300U) << "repeats of keys consumed while the disk was full must be dropped";
+  EXPECT_EQ(second.forwarded, 100U);
+
+  const Forwarded forwarded = read_forwarded(broker, "events-unique");
+  EXPECT_EQ(forwarded.offsets_twice(), 0U);
+  EXPECT_EQ(forwarded.keys_twice(), 0U);
+  EXPECT_EQ(forwarded.by_source.size(), 500U);
 }
 
 // ---- kill -9 ------------------------------------------------------------------------------------------

@@ -408,10 +408,16 @@ class ServiceThread {
 
   // True once the service has consumed at least `events`; false if it stopped first or time ran out.
   bool wait_until_consumed(std::uint64_t events, std::chrono::milliseconds limit = kWaitLimit) const {
+    return wait_until([events](const ServiceSnapshot& s) { return s.consumed >= events; }, limit);
+  }
+
+  // True once a snapshot satisfies `condition`; false if the service stopped first or time ran out.
+  bool wait_until(const std::function<bool(const ServiceSnapshot&)>& condition,
+                  std::chrono::milliseconds limit = kWaitLimit) const {
     const auto deadline = Clock::now() + limit;
-    while (snapshot().consumed < events) {
+    while (!condition(snapshot())) {
       if (Clock::now() > deadline || result_.wait_for(20ms) == std::future_status::ready) {
-        return snapshot().consumed >= events;
+        return condition(snapshot());
       }
     }
     return true;

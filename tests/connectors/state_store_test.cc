@@ -31,6 +31,7 @@
 
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
+#include "../support/full_disk_file_system.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for posix_spawn
 
@@ -705,81 +706,6 @@ TEST(StateStore, TruncatedWalRecoversAnEarlierCheckpointWhole) {
   }
 }
 
-// A file system whose writable files fail with NoSpace while `full` is set, as a full disk does. With
-// `report_free_space` false it cannot tell how much space is free (RocksDB then skips its own recovery
-// from a full disk, and the store reopens without checking for room first).
-class FullDiskFileSystem : public rocksdb::FileSystemWrapper {
- public:
-  FullDiskFileSystem(std::shared_ptr<std::atomic<bool>> full, bool report_free_space)
-      : FileSystemWrapper(rocksdb::FileSystem::Default()),
-        full_(std::move(full)),
-        report_free_space_(report_free_space) {}
-  static const char* kClassName() { return "FullDiskFileSystem"; }
-  const char* Name() const override { return kClassName(); }
-
-  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
-                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
-                                    rocksdb::IODebugContext* dbg) override {
-    return wrap(target()->NewWritableFile(name, options, result, dbg), result);
-  }
-  rocksdb::IOStatus ReopenWritableFile(const std::string& name, const rocksdb::FileOptions& options,
-                                       std::unique_ptr<rocksdb::FSWritableFile>* result,
-                                       rocksdb::IODebugContext* dbg) override {
-    return wrap(target()->ReopenWritableFile(name, options, result, dbg), result);
-  }
-  rocksdb::IOStatus ReuseWritableFile(const std::string& name, const std::string& old_name,
-                                      const rocksdb::FileOptions& options,
-                                      std::unique_ptr<rocksdb::FSWritableFile>* result,
-                                      rocksdb::IODebugContext* dbg) override {
-    return wrap(target()->ReuseWritableFile(name, old_name, options, result, dbg), result);
-  }
-  rocksdb::IOStatus GetFreeSpace(const std::string& path, const rocksdb::IOOptions& options, std::uint64_t* space,
-                                 rocksdb::IODebugContext* dbg) override {
-    if (!report_free_space_) return rocksdb::IOStatus::NotSupported("free space");
-    return target()->GetFreeSpace(path, options, space, dbg);
-  }
-
- private:
-  class File : public rocksdb::FSWritableFileOwnerWrapper {
-   public:
-    File(std::unique_ptr<rocksdb::FSWritableFile> file, std::shared_ptr<std::atomic<bool>> full)
-        : FSWritableFileOwnerWrapper(std::move(file)), full_(std::move(full)) {}
-    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
-                             rocksdb::IODebugContext* dbg) override {
-      if (*full_) return no_space();
-      return target()->Append(data, options, dbg);
-    }
-    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
-                             const rocksdb::DataVerificationInfo& info, rocksdb::IODebugContext* dbg) override {
-      if (*full_) return no_space();
-      return target()->Append(data, options, info, dbg);
-    }
-    rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, std::uint64_t offset,
-                                       const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
-      if (*full_) return no_space();
-      return target()->PositionedAppend(data, offset, options, dbg);
-    }
-    rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, std::uint64_t offset,
-                                       const rocksdb::IOOptions& options, const rocksdb::DataVerificationInfo& info,
-                                       rocksdb::IODebugContext* dbg) override {
-      if (*full_) return no_space();
-      return target()->PositionedAppend(data, offset, options, info, dbg);
-    }
-
-   private:
-    static rocksdb::IOStatus no_space() { return rocksdb::IOStatus::NoSpace("injected full disk"); }
-    std::shared_ptr<std::atomic<bool>> full_;
-  };
-
-  rocksdb::IOStatus wrap(rocksdb::IOStatus status, std::unique_ptr<rocksdb::FSWritableFile>* result) {
-    if (status.ok()) *result = std::make_unique<File>(std::move(*result), full_);
-    return status;
-  }
-
-  std::shared_ptr<std::atomic<bool>> full_;
-  bool report_free_space_;
-};
-
 // A full disk fails the checkpoint with kIo and leaves the previous one in place, readable; once there is
 // room again, the next checkpoint succeeds (the store closes and reopens the database). The parameter:
 // whether the file system reports its free space.
@@ -790,8 +716,7 @@ TEST_P(FullDisk, FailsTheCheckpointAndKeepsThePreviousOne) {
   TempDir tmp;
   const std::string dir = tmp.path("state");
   const auto full = std::make_shared<std::atomic<bool>>(false);
-  const std::unique_ptr<rocksdb::Env> env =
-      rocksdb::NewCompositeEnv(std::make_shared<FullDiskFileSystem>(full, report_free_space));
+  const std::unique_ptr<rocksdb::Env> env = bloomgate::testing::full_disk_env(full, report_free_space);
   const PartitionId id{"events", 2};
   const auto filter = filters::make_filter(tlbf_options());
   TimePoint now = insert_keys(*filter, "d", 0, 2'000, kStart, milliseconds(1));
@@ -843,8 +768,7 @@ TEST_P(FullDisk, OnTheFirstWriteOfAWalTheNextCheckpointStillSucceeds) {
   TempDir tmp;
   const std::string dir = tmp.path("state");
   const auto full = std::make_shared<std::atomic<bool>>(false);
-  const std::unique_ptr<rocksdb::Env> env =
-      rocksdb::NewCompositeEnv(std::make_shared<FullDiskFileSystem>(full, report_free_space));
+  const std::unique_ptr<rocksdb::Env> env = bloomgate::testing::full_disk_env(full, report_free_space);
   const PartitionId id{"events", 4};
   const auto filter = filters::make_filter(tlbf_options());
   const TimePoint now = insert_keys(*filter, "f", 0, 1'000, kStart, milliseconds(1));

@@ -72,6 +72,10 @@
 #include "bloomgate/connectors/client_hooks.h"
 #include "bloomgate/filters/filter.h"
 
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
 namespace bloomgate::app {
 
 inline constexpr int kExitServiceFailed = 1;  // a runtime failure; the log says which
@@ -190,6 +194,8 @@ struct ServiceOptions {
   // On the service thread when an assignment starts, after the not-ready snapshot is published and before
   // any partition is restored (tests look at /readyz from here).
   std::function<void()> on_restore;
+  // The state store's RocksDB environment; nullptr is the local file system. Tests inject faults with it.
+  rocksdb::Env* state_env = nullptr;
 };
 
 struct RunResult {

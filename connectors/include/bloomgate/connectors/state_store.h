@@ -72,6 +72,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -192,7 +193,7 @@ class StateStore {
   // and the batch is written whole or not at all: when this throws (as write_checkpoint does) none of the
   // checkpoints is written, and the caller commits and marks persisted none of them. Returns what each
   // partition wrote, in the order given; `bytes` is its share of the batch.
-  std::vector<CheckpointWrite> write_checkpoints(const std::vector<PartitionImage>& partitions);
+  std::vector<CheckpointWrite> write_checkpoints(std::span<const PartitionImage> partitions);
 
   // The partition's checkpoint and filter metadata record; nullopt when it was never checkpointed (or was
   // dropped). Throws kCorrupt when either record fails its checksum or only one of them exists.
