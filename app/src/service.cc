@@ -638,8 +638,8 @@ class Service::Impl {
     restoring_ = true;
     publish_snapshot();
     if (options_.on_restore) options_.on_restore();
-    finish_pending_checkpoint();
     try {
+      finish_pending_checkpoint();
       if (!failure_) assign_partitions(partitions);
     } catch (const std::exception& e) {
       // The consumer applies the assignment anyway; handle() produces nothing once the service failed.
