@@ -985,7 +985,7 @@ class Service::Impl {
   }
 
   void revoke(const TopicPartitions& partitions, bool lost) {
-    finish_pending_checkpoint();
+    finish_pending_checkpoint(/*may_flush=*/!lost);
     std::vector<PartitionWorker*> leaving;
     for (const auto& partition : partitions) {
       const auto it = workers_.find(PartitionKey(partition.topic, partition.partition));
@@ -1125,9 +1125,7 @@ class Service::Impl {
     for (PartitionWorker* worker : all_workers()) {
       if (worker->next_offset < 0 || worker->next_offset == worker->checkpointed_offset) continue;
       pending.images.push_back(image_of(*worker));
-      worker->deduplicator.filter().mark_persisted();
-      worker->full_image_next = false;
-      worker->unwritten_drops.clear();
+      image_taken(*worker);
       pending.workers.push_back(worker);
     }
     if (pending.workers.empty()) {
@@ -1153,11 +1151,13 @@ class Service::Impl {
 
   // Before anything else touches the workers or the store (a rebalance, a synchronous checkpoint, the
   // store's quarantine): the capture in progress is flushed for, written and taken, not committed (the
-  // caller's checkpoint commits it, or the next interval's).
-  void finish_pending_checkpoint() {
+  // caller's checkpoint commits it, or the next interval's). Without `may_flush` (lost partitions: no
+  // waiting on the brokers inside the rebalance) a capture whose records are still in flight is dropped,
+  // its partitions writing whole next time.
+  void finish_pending_checkpoint(bool may_flush = true) {
     if (!pending_checkpoint_) return;
     if (!checkpoint_writer_.busy()) {
-      if (!failure_ && !delivered_through(pending_checkpoint_->epoch)) {
+      if (may_flush && !failure_ && !delivered_through(pending_checkpoint_->epoch)) {
         if (KafkaError error = producer_->flush(flush_budget()); !error.ok()) {
           spdlog::warn("flush did not finish ({} records in flight): {}; the checkpoint taken is not written",
                        producer_->outq_len(), error.message());
@@ -1200,6 +1200,13 @@ class Service::Impl {
         }
       }
     }
+  }
+
+  // The changes in the image just taken count as persisted: the next image holds only later ones.
+  static void image_taken(PartitionWorker& worker) {
+    worker.deduplicator.filter().mark_persisted();
+    worker.full_image_next = false;
+    worker.unwritten_drops.clear();
   }
 
   // A captured image that was not written: the filter writes whole next time, and deletes what it dropped.
@@ -1358,9 +1365,7 @@ class Service::Impl {
           ++failures;
           continue;
         }
-        workers[i]->deduplicator.filter().mark_persisted();
-        workers[i]->full_image_next = false;
-        workers[i]->unwritten_drops.clear();
+        image_taken(*workers[i]);
         checkpoint_written(*workers[i], images[i].checkpoint, group.written[i - group.begin], group.seconds);
       }
     }
