@@ -2,7 +2,7 @@
 //
 // The service benchmark: input events per second and process CPU per event of the deduplication
 // service (bloomgate::app::Service: JSON key extraction, one time-limited filter per partition, source
-// headers, idempotent producer, flush-then-commit) against a raw consume-and-produce passthrough (the
+// headers, idempotent producer, checkpoint-then-commit) against a raw consume-and-produce passthrough (the
 // same connectors::Consumer and connectors::Producer, no key extraction, no filter), both reading the
 // same pre-produced events from the same embedded broker in the same run, alternated round by round.
 // Then, in the same process, where the CPU goes: key extraction alone, the filter alone,
