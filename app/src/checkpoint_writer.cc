@@ -54,7 +54,9 @@ CheckpointWriter::~CheckpointWriter() {
   thread_.join();
 }
 
-void CheckpointWriter::submit(connectors::StateStore& store, std::vector<connectors::PartitionImage> images) {
+// The thread starts first: if it cannot (std::system_error), nothing was submitted and take() never waits.
+void CheckpointWriter::submit(connectors::StateStore& store, std::vector<connectors::PartitionImage>&& images) {
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   {
     const std::lock_guard lock(mutex_);
     store_ = &store;
@@ -62,7 +64,6 @@ void CheckpointWriter::submit(connectors::StateStore& store, std::vector<connect
     pending_ = true;
   }
   has_job_ = true;
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   wake_.notify_one();
 }
 

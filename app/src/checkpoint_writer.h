@@ -52,8 +52,9 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Starts writing; requires no job submitted and not yet taken.
-  void submit(connectors::StateStore& store, std::vector<connectors::PartitionImage> images);
+  // Starts writing; requires no job submitted and not yet taken. `images` is moved from only once the
+  // job is in (when the thread cannot start, std::system_error leaves it as it was).
+  void submit(connectors::StateStore& store, std::vector<connectors::PartitionImage>&& images);
   bool busy() const noexcept { return has_job_; }
   bool finished() const;
   // Waits for the submitted job and hands back its outcome.

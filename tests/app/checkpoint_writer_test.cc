@@ -58,7 +58,7 @@ TEST(CheckpointWriter, GroupsSplitWhereTheImagesReachTheGroupSizeAndAllAreWritte
   const std::uint64_t group_bytes = bytes_of(images[0]) + bytes_of(images[1]);
 
   CheckpointWriter writer(group_bytes);
-  writer.submit(*store, images);
+  writer.submit(*store, std::vector<PartitionImage>(images));  // a copy: the test compares with them
   EXPECT_TRUE(writer.busy());
   const CheckpointWriter::Done done = writer.take();
   EXPECT_FALSE(writer.busy());
