@@ -236,12 +236,6 @@ std::int64_t end_ns(const Config& c) {
   return kStartNs + static_cast<std::int64_t>(c.keys) * std::max<std::int64_t>(1, kTtlNs / static_cast<std::int64_t>(c.keys));
 }
 
-std::uint64_t image_bytes(const filters::FilterImage& image) {
-  std::uint64_t bytes = image.meta.size();
-  for (const auto& s : image.slices) bytes += s.record.size();
-  return bytes;
-}
-
 const PartitionId kPartition{"bench-input", 0};
 
 struct CheckpointFigures {
@@ -267,7 +261,7 @@ CheckpointFigures checkpoint(StateStore& store, filters::Filter& filter, filters
   f.bytes = written.bytes;
   f.slices_written = written.slices_written;
   f.slices_total = filter.image(filters::ImageScope::kFull).slices.size();
-  f.raw_write_seconds = time_plain_write(plain, image_bytes(image));
+  f.raw_write_seconds = time_plain_write(plain, image.record_bytes());
   return f;
 }
 
@@ -418,7 +412,7 @@ Results run_all(const Config& c, const std::string& dir) {
   const filters::FilterStats stats = filter->stats(filters::from_epoch_nanos(end_ns(c)));
   res.filter_mib = static_cast<double>(stats.bits) / 8 / kMiB;
   res.slices = stats.slices;
-  res.image_bytes = image_bytes(filter->image(filters::ImageScope::kFull));
+  res.image_bytes = filter->image(filters::ImageScope::kFull).record_bytes();
   {
     auto store = StateStore::open(db);
     res.full = checkpoint(*store, *filter, filters::ImageScope::kFull, 1, plain);

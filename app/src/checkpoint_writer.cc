@@ -7,12 +7,6 @@
 namespace bloomgate::app {
 namespace {
 
-std::uint64_t image_bytes(const filters::FilterImage& image) {
-  std::uint64_t bytes = image.meta.size();
-  for (const auto& slice : image.slices) bytes += slice.record.size();
-  return bytes;
-}
-
 GroupWrite write_group(connectors::StateStore& store, const std::vector<connectors::PartitionImage>& images,
                        std::size_t begin, std::size_t end) {
   GroupWrite group{begin, end, {}, std::nullopt, 0};
@@ -35,7 +29,7 @@ std::vector<GroupWrite> write_in_groups(connectors::StateStore& store,
   std::size_t begin = 0;
   std::uint64_t bytes = 0;
   for (std::size_t i = 0; i < images.size(); ++i) {
-    bytes += image_bytes(images[i].image);
+    bytes += images[i].image.record_bytes();
     if (bytes < group_bytes && i + 1 < images.size()) continue;
     groups.push_back(write_group(store, images, begin, i + 1));
     begin = i + 1;

@@ -43,19 +43,13 @@ PartitionImage image_of_partition(std::int32_t partition, int keys) {
   return image;
 }
 
-std::uint64_t bytes_of(const PartitionImage& image) {
-  std::uint64_t bytes = image.image.meta.size();
-  for (const auto& slice : image.image.slices) bytes += slice.record.size();
-  return bytes;
-}
-
 TEST(CheckpointWriter, GroupsSplitWhereTheImagesReachTheGroupSizeAndAllAreWritten) {
   const TemporaryDirectory dir("checkpoint-writer");
   const auto store = StateStore::open(dir.path("state"));
   std::vector<PartitionImage> images;
   for (std::int32_t p = 0; p < 5; ++p) images.push_back(image_of_partition(p, 100 + p));
   // Two images reach the group size, so the groups are {0, 1}, {2, 3}, {4}.
-  const std::uint64_t group_bytes = bytes_of(images[0]) + bytes_of(images[1]);
+  const std::uint64_t group_bytes = images[0].image.record_bytes() + images[1].image.record_bytes();
 
   CheckpointWriter writer(group_bytes);
   writer.submit(*store, std::vector<PartitionImage>(images));  // a copy: the test compares with them

@@ -142,12 +142,6 @@ void flip_bytes(const fs::path& file, std::uint64_t offset, std::size_t count) {
   ASSERT_TRUE(f) << file;
 }
 
-std::uint64_t image_bytes(const FilterImage& image) {
-  std::uint64_t bytes = image.meta.size();
-  for (const auto& slice : image.slices) bytes += slice.record.size();
-  return bytes;
-}
-
 TEST(StateStore, RoundTripOfATimeLimitedFilter) {
   TempDir tmp;
   const std::string dir = tmp.path("state");
@@ -172,7 +166,7 @@ TEST(StateStore, RoundTripOfATimeLimitedFilter) {
     EXPECT_EQ(second.slices_written, second_image.slices.size());
     EXPECT_EQ(second.slices_deleted, second_image.dropped_slice_ids.size());
     EXPECT_LT(second.slices_written, full.slices.size()) << "only the changed slices are written";
-    EXPECT_LT(second.bytes, image_bytes(full));
+    EXPECT_LT(second.bytes, full.record_bytes());
     EXPECT_LT(second.bytes, first.bytes);
 
     // The slices the filter dropped since the first checkpoint are deleted.
@@ -303,7 +297,7 @@ TEST(StateStore, AGroupCommitWritesEveryPartitionOrNone) {
     ASSERT_EQ(written.size(), ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
       EXPECT_EQ(written[i].slices_written, group[i].image.slices.size()) << to_string(ids[i]);
-      EXPECT_GT(written[i].bytes, image_bytes(group[i].image)) << "each partition's share of the batch";
+      EXPECT_GT(written[i].bytes, group[i].image.record_bytes()) << "each partition's share of the batch";
     }
     EXPECT_TRUE(store->write_checkpoints({}).empty());
 

@@ -64,6 +64,13 @@ struct FilterImage {
   };
   std::vector<Slice> slices;
   std::vector<std::uint64_t> dropped_slice_ids;
+
+  // The bytes of its records: the metadata and the slices it writes.
+  std::uint64_t record_bytes() const noexcept {
+    std::uint64_t bytes = meta.size();
+    for (const Slice& slice : slices) bytes += slice.record.size();
+    return bytes;
+  }
 };
 
 // What test_and_insert_with_age answers: whether the key was present and, for a present key of a filter
