@@ -33,7 +33,9 @@ struct State {
   Clock::duration interval{};
   Clock::time_point next_sample{};
   std::atomic<bool>* done = nullptr;
-  std::mutex mutex;  // guards samples
+  bool several_pollers = false;
+  std::mutex sampling;  // held around next_sample and the sample when several threads poll
+  std::mutex mutex;     // guards samples
   std::vector<Sample> samples;
 };
 
@@ -53,19 +55,21 @@ rd_kafka_resp_err_t on_consume(rd_kafka_t* /*rk*/, rd_kafka_message_t* message, 
   if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR || !s.active.load(std::memory_order_relaxed)) {
     return RD_KAFKA_RESP_ERR_NO_ERROR;
   }
-  const std::uint64_t consumed = s.consumed.load(std::memory_order_relaxed) + 1;
-  s.consumed.store(consumed, std::memory_order_relaxed);
-  if (consumed == 1 || consumed == s.total) {
-    const auto now = Clock::now();
+  // One polling thread counts with a plain load and store, as it always did; several need the atomic add,
+  // and the sampling below then runs under the lock.
+  const std::uint64_t consumed = s.several_pollers ? s.consumed.fetch_add(1, std::memory_order_relaxed) + 1
+                                                   : s.consumed.load(std::memory_order_relaxed) + 1;
+  if (!s.several_pollers) s.consumed.store(consumed, std::memory_order_relaxed);
+  const bool edge = consumed == 1 || consumed == s.total;
+  if (!edge && consumed % kClockEvery != 0) return RD_KAFKA_RESP_ERR_NO_ERROR;
+  std::unique_lock<std::mutex> lock(s.sampling, std::defer_lock);
+  if (s.several_pollers) lock.lock();
+  const auto now = Clock::now();
+  if (edge || now >= s.next_sample) {
     take_sample(s, consumed, now);
     s.next_sample = now + s.interval;
-    if (consumed == s.total && s.done != nullptr) s.done->store(true);
-  } else if (consumed % kClockEvery == 0) {
-    if (const auto now = Clock::now(); now >= s.next_sample) {
-      take_sample(s, consumed, now);
-      s.next_sample = now + s.interval;
-    }
   }
+  if (consumed == s.total && s.done != nullptr) s.done->store(true);
   return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
@@ -77,7 +81,7 @@ rd_kafka_resp_err_t on_new(rd_kafka_t* rk, const rd_kafka_conf_t* /*conf*/, void
 
 }  // namespace
 
-void start(std::uint64_t total, std::chrono::nanoseconds interval, std::atomic<bool>* done) {
+void start(std::uint64_t total, std::chrono::nanoseconds interval, std::atomic<bool>* done, bool several_pollers) {
   State& s = state();
   s.active.store(false);
   {
@@ -89,6 +93,7 @@ void start(std::uint64_t total, std::chrono::nanoseconds interval, std::atomic<b
   s.interval = std::chrono::duration_cast<Clock::duration>(interval);
   s.next_sample = Clock::now();
   s.done = done;
+  s.several_pollers = several_pollers;
   s.active.store(true);
 }
 

@@ -27,8 +27,11 @@ struct Sample {
 };
 
 // Starts counting from zero. A sample is taken at the first message, then at the first message after
-// each `interval`, and at message `total`, when `done` (if given) is set to true.
-void start(std::uint64_t total, std::chrono::nanoseconds interval, std::atomic<bool>* done);
+// each `interval`, and at message `total`, when `done` (if given) is set to true. `several_pollers`: more
+// than one thread polls a consumer (service_bench --members); a sample's thread CPU is then that of
+// whichever thread took it.
+void start(std::uint64_t total, std::chrono::nanoseconds interval, std::atomic<bool>* done,
+           bool several_pollers = false);
 
 // Stops counting; returns the samples taken since start().
 std::vector<Sample> stop();

@@ -122,6 +122,7 @@ struct Options {
   bool skip_breakdown = false;
   bool timeline = false;  // print every sample to stderr
   bool service_thread = false;  // run the service on a std::thread rather than on main
+  int members = 1;  // instances of the service in this process and group, each on a thread of its own
   std::string perf_control;  // a `perf record --control fifo:PATH` FIFO: enabled during the rounds only
   std::string sides = "both";  // both, passthrough, service or none (for profiling: no ratios)
   double target = 0.9;
@@ -436,6 +437,12 @@ RunFigures figures_of(const std::vector<progress::Sample>& samples, const Option
   return f;
 }
 
+// With several members a sample's thread CPU is that of whichever member's thread took it: no loop figure.
+void blank_loop_columns(RunFigures& figures) {
+  figures.thread_cpu_ns_per_event = kNaN;
+  figures.thread_busy = kNaN;
+}
+
 struct RoundResult {
   RunFigures figures;
   std::uint64_t consumed = 0;
@@ -446,24 +453,21 @@ struct RoundResult {
 };
 
 // A consume loop with the service's cadence (consumer poll 100 ms; producer poll every 1024 events or on
-// an empty poll), counted by the progress plugin. `on_message` handles one data message.
-RoundResult consume_loop(const Setup& setup, connectors::Consumer& consumer, connectors::Producer* producer,
-                         const std::function<void(const connectors::ConsumedMessage&)>& on_message,
-                         const char* label) {
+// an empty poll) that runs until the progress plugin has counted every input event, whichever consumer of
+// the process consumed it (--members). `on_message` handles one data message.
+void pump(const Setup& setup, connectors::Consumer& consumer, connectors::Producer* producer,
+          const std::function<void(const connectors::ConsumedMessage&)>& on_message) {
   const std::uint64_t total = setup.options.events;
-  progress::start(total, milliseconds(setup.options.sample_ms), nullptr);
-  std::uint64_t consumed = 0;
   std::uint64_t since_producer_poll = 0;
   std::uint64_t consumed_at_last_check = 0;
   auto last_progress = Clock::now();
-  while (consumed < total) {
+  while (progress::consumed() < total) {
     if (auto message = consumer.poll(kPollTimeout)) {
       if (connectors::KafkaError error = message->error(); !error.ok()) {
         if (error.is_fatal()) throw std::runtime_error("consumer: " + error.message());
         continue;
       }
       on_message(*message);
-      ++consumed;
       if (producer != nullptr && ++since_producer_poll >= kProducerPollEvery) {
         since_producer_poll = 0;
         producer->poll(milliseconds(0));
@@ -472,18 +476,29 @@ RoundResult consume_loop(const Setup& setup, connectors::Consumer& consumer, con
     }
     if (producer != nullptr) producer->poll(milliseconds(0));
     const auto now = Clock::now();  // only after an empty poll: the passthrough reads no clock per event
-    if (consumed != consumed_at_last_check) {
+    if (const std::uint64_t consumed = progress::consumed(); consumed != consumed_at_last_check) {
       consumed_at_last_check = consumed;
       last_progress = now;
     } else if (now - last_progress > kStallLimit) {
-      progress::stop();
       throw std::runtime_error("no progress for 60 s after " + grouped(consumed) + " of " + grouped(total) +
                                " events (did the embedded broker drop input records?)");
     }
   }
+}
+
+RoundResult consume_loop(const Setup& setup, connectors::Consumer& consumer, connectors::Producer* producer,
+                         const std::function<void(const connectors::ConsumedMessage&)>& on_message,
+                         const char* label) {
+  progress::start(setup.options.events, milliseconds(setup.options.sample_ms), nullptr);
+  try {
+    pump(setup, consumer, producer, on_message);
+  } catch (...) {
+    progress::stop();
+    throw;
+  }
   RoundResult result;
   result.figures = figures_of(progress::stop(), setup.options, label);
-  result.consumed = consumed;
+  result.consumed = setup.options.events;
   return result;
 }
 
@@ -494,37 +509,96 @@ connectors::KafkaConfig counted_consumer_config(const Setup& setup) {
 }
 
 // The baseline: consume every input event and produce it unchanged (key, value, headers, timestamp,
-// same partition) to `output`; no key extraction, no filter, no commits.
+// same partition) to `output`; no key extraction, no filter, no commits. With --members N, N consumer and
+// producer pairs in the group, each pumping on a thread of its own, as the service's members do.
+class PassthroughMember {
+ public:
+  PassthroughMember(const Setup& setup, const std::string& group, std::string output)
+      : setup_(setup), output_(std::move(output)), producer_(client_config(setup, false), producer_options(setup)),
+        consumer_(counted_consumer_config(setup), consumer_options(setup, group)) {
+    if (auto error = consumer_.subscribe({kInputTopic}); !error.ok()) throw connectors::KafkaException(std::move(error));
+  }
+
+  void run() {
+    pump(setup_, consumer_, &producer_, [&](const connectors::ConsumedMessage& message) {
+      headers_ = message.headers();
+      connectors::OutgoingMessage out;
+      out.partition = message.partition();
+      out.key = message.key();
+      out.value = message.value();
+      out.headers = headers_;
+      out.timestamp_ms = message.timestamp_ms().value_or(0);
+      if (auto error = producer_.produce(output_, out); !error.ok()) throw connectors::KafkaException(std::move(error));
+    });
+  }
+
+  void finish() {
+    if (auto error = producer_.flush(milliseconds(60'000)); !error.ok()) throw connectors::KafkaException(std::move(error));
+    deliveries_.check("passthrough");
+    (void)consumer_.close();
+  }
+
+ private:
+  connectors::ProducerOptions producer_options(const Setup& setup) {
+    connectors::ProducerOptions options;
+    options.hooks = setup.hooks;
+    options.on_delivery = deliveries_.function();
+    return options;
+  }
+
+  static connectors::ConsumerOptions consumer_options(const Setup& setup, const std::string& group) {
+    connectors::ConsumerOptions options;
+    options.group_id = group;
+    options.hooks = setup.hooks;
+    return options;
+  }
+
+  const Setup& setup_;
+  const std::string output_;
+  DeliveryCounter deliveries_;  // before producer_, whose delivery reports it counts
+  std::vector<connectors::HeaderView> headers_;
+  connectors::Producer producer_;
+  connectors::Consumer consumer_;
+};
+
+// Runs `members` bodies, the first on the calling thread and the rest on threads of their own; rethrows
+// the first failure once all have returned.
+void run_members(std::size_t members, const std::function<void(std::size_t)>& body) {
+  std::vector<std::exception_ptr> failures(members);
+  {
+    std::vector<std::jthread> threads;
+    const auto guarded = [&](std::size_t i) {
+      try {
+        body(i);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    };
+    for (std::size_t i = 1; i < members; ++i) threads.emplace_back(guarded, i);
+    guarded(0);
+  }
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
 RoundResult run_passthrough(const Setup& setup, const std::string& group, const std::string& output) {
   create_topic(setup, output);
-  DeliveryCounter deliveries;
-  connectors::ProducerOptions producer_options;
-  producer_options.hooks = setup.hooks;
-  producer_options.on_delivery = deliveries.function();
-  connectors::Producer producer(client_config(setup, false), std::move(producer_options));
-  connectors::ConsumerOptions consumer_options;
-  consumer_options.group_id = group;
-  consumer_options.hooks = setup.hooks;
-  connectors::Consumer consumer(counted_consumer_config(setup), std::move(consumer_options));
-  if (auto error = consumer.subscribe({kInputTopic}); !error.ok()) throw connectors::KafkaException(std::move(error));
-  std::vector<connectors::HeaderView> headers;
-  RoundResult result = consume_loop(
-      setup, consumer, &producer,
-      [&](const connectors::ConsumedMessage& message) {
-        headers = message.headers();
-        connectors::OutgoingMessage out;
-        out.partition = message.partition();
-        out.key = message.key();
-        out.value = message.value();
-        out.headers = headers;
-        out.timestamp_ms = message.timestamp_ms().value_or(0);
-        if (auto error = producer.produce(output, out); !error.ok()) throw connectors::KafkaException(std::move(error));
-      },
-      "passthrough");
-  result.produced = result.consumed;
-  if (auto error = producer.flush(milliseconds(60'000)); !error.ok()) throw connectors::KafkaException(std::move(error));
-  deliveries.check("passthrough");
-  (void)consumer.close();
+  const auto count = static_cast<std::size_t>(setup.options.members);
+  std::vector<std::unique_ptr<PassthroughMember>> members;
+  for (std::size_t i = 0; i < count; ++i) members.push_back(std::make_unique<PassthroughMember>(setup, group, output));
+  progress::start(setup.options.events, milliseconds(setup.options.sample_ms), nullptr, count > 1);
+  try {
+    run_members(count, [&](std::size_t i) { members[i]->run(); });
+  } catch (...) {
+    progress::stop();
+    throw;
+  }
+  RoundResult result;
+  result.figures = figures_of(progress::stop(), setup.options, "passthrough");
+  if (count > 1) blank_loop_columns(result.figures);
+  result.consumed = result.produced = setup.options.events;
+  for (const auto& member : members) member->finish();
   return result;
 }
 
@@ -559,6 +633,32 @@ config::Config service_config(const Setup& setup, const std::string& group, cons
   return config;
 }
 
+// --members N: N-1 more instances of the service in this process and group, each with a state directory
+// of its own, that the group's assignment gives a share of the partitions (the first one is run_service's).
+std::vector<std::unique_ptr<app::Service>> other_members(const Setup& setup, const std::string& group,
+                                                         const std::string& output, int checkpoint_ms,
+                                                         std::atomic<bool>& stop) {
+  std::vector<std::unique_ptr<app::Service>> members;
+  for (int i = 1; i < setup.options.members; ++i) {
+    config::Config config = service_config(setup, group, output, checkpoint_ms);
+    config.state.dir += "-member-" + std::to_string(i);
+    app::ServiceOptions options;
+    options.bootstrap_servers = setup.broker.bootstrap_servers();
+    options.stop = &stop;  // set by the progress plugin at the last event, whichever member consumed it
+    options.hooks = setup.hooks;
+    options.snapshot_interval = milliseconds(setup.options.snapshot_ms);
+    members.push_back(std::make_unique<app::Service>(std::move(config), std::move(options)));
+  }
+  return members;
+}
+
+std::vector<const app::Service*> members_of(const app::Service& first,
+                                            const std::vector<std::unique_ptr<app::Service>>& others) {
+  std::vector<const app::Service*> members{&first};
+  for (const auto& member : others) members.push_back(member.get());
+  return members;
+}
+
 RoundResult run_service(const Setup& setup, const std::string& group, const std::string& output, int checkpoint_ms) {
   create_topic(setup, output);
   const std::uint64_t total = setup.options.events;
@@ -584,32 +684,37 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
     }
   };
   app::Service service(service_config(setup, group, output, checkpoint_ms), std::move(service_options));
+  std::vector<std::unique_ptr<app::Service>> others = other_members(setup, group, output, checkpoint_ms, stop);
   const auto run_started = Clock::now();
-  app::RunResult run_result;
-  progress::start(total, milliseconds(setup.options.sample_ms), &stop);
-  // Service::run() runs on the calling thread, as `bloomgate run` runs it (on main), and as the passthrough
-  // loop runs. --service-thread runs it on a std::thread instead (glibc then serves its allocations from
-  // a secondary malloc arena).
-  if (setup.options.service_thread) {
-    std::thread thread([&] { run_result = service.run(); });
-    thread.join();
-  } else {
-    run_result = service.run();
-  }
+  std::vector<app::RunResult> run_results(others.size() + 1);
+  progress::start(total, milliseconds(setup.options.sample_ms), &stop, !others.empty());
+  run_members(run_results.size(), [&](std::size_t i) {
+    // Service::run() runs on the calling thread, as `bloomgate run` runs it (on main), and as the
+    // passthrough loop runs. --service-thread runs it on a std::thread instead (glibc then serves its
+    // allocations from a secondary malloc arena).
+    if (i > 0) run_results[i] = others[i - 1]->run();
+    else if (setup.options.service_thread) std::jthread([&] { run_results[0] = service.run(); }).join();
+    else run_results[0] = service.run();
+  });
   const double run_seconds = seconds_between(run_started, Clock::now());
   const std::vector<progress::Sample> samples = progress::stop();
-  if (run_result.exit_code != 0) throw std::runtime_error("service: " + run_result.error);
-  if (!stall.empty()) throw std::runtime_error("service: " + stall);
-  const app::ServiceSnapshot final_state = service.snapshot();
-  if (final_state.consumed != total) {
-    throw std::runtime_error("service consumed " + grouped(final_state.consumed) + " of " + grouped(total) + " events");
+  for (const app::RunResult& run_result : run_results) {
+    if (run_result.exit_code != 0) throw std::runtime_error("service: " + run_result.error);
   }
+  if (!stall.empty()) throw std::runtime_error("service: " + stall);
   RoundResult result;
+  result.commits = service.snapshot().commits;  // the first member's: one commit per checkpoint
+  for (const app::Service* member : members_of(service, others)) {
+    const app::ServiceSnapshot final_state = member->snapshot();
+    result.consumed += final_state.consumed;
+    result.produced += final_state.forwarded;
+    result.duplicates += final_state.duplicates;
+  }
+  if (result.consumed != total) {
+    throw std::runtime_error("service consumed " + grouped(result.consumed) + " of " + grouped(total) + " events");
+  }
   result.figures = figures_of(samples, setup.options, "service");
-  result.consumed = final_state.consumed;
-  result.produced = final_state.forwarded;
-  result.duplicates = final_state.duplicates;
-  result.commits = final_state.commits;
+  if (!others.empty()) blank_loop_columns(result.figures);
   result.run_seconds = run_seconds;
   return result;
 }
@@ -1415,6 +1520,11 @@ int main(int argc, char** argv) {
                  "FIFO of `perf record -D -1 --control fifo:FIFO`: profile only the rounds");
   app.add_flag("--service-thread", options.service_thread,
                "run Service::run() on a std::thread (a secondary malloc arena) instead of the main thread");
+  app.add_option("--members", options.members,
+                 "instances of the service in this process and consumer group, each on its own thread with its "
+                 "own state directory, sharing the partitions, against as many passthrough members (the loop "
+                 "columns then read nan: a sample's thread is whichever member's took it)")
+      ->check(CLI::Range(1, 8));
   app.add_flag("--timeline", options.timeline, "print every sample (time, CPU, events consumed) to stderr");
   app.add_option("--target", options.target, "the events/s ratio reported as PASS or MISS");
   app.add_option("--property", options.properties,
