@@ -1408,7 +1408,7 @@ int run(const Options& options) {
     };
     row("key extraction (KeyExtractor::extract)", b.extract_ns, b.extract_ns, "simdjson parse + JSON pointer");
     char note[160];
-    std::snprintf(note, sizeof note, "time_limited 1e-3, one per partition (%llu slices, %.0f KiB each)",
+    std::snprintf(note, sizeof note, "time_limited 1e-3, one per partition, each %llu slices in %.0f KiB",
                   static_cast<unsigned long long>(b.filter_slices), b.filter_kib);
     row("filter (hash + test_and_insert)", b.filter_ns, b.filter_ns, note);
     row("decide() = extraction + event clock + filter", b.decide_ns, b.decide_ns, "PartitionDeduplicator::decide");
