@@ -633,32 +633,19 @@ config::Config service_config(const Setup& setup, const std::string& group, cons
   return config;
 }
 
-// --members N: N-1 more instances of the service in this process and group, each with a state directory
-// of its own, that the group's assignment gives a share of the partitions (the first one is run_service's).
-std::vector<std::unique_ptr<app::Service>> other_members(const Setup& setup, const std::string& group,
-                                                         const std::string& output, int checkpoint_ms,
-                                                         std::atomic<bool>& stop) {
-  std::vector<std::unique_ptr<app::Service>> members;
-  for (int i = 1; i < setup.options.members; ++i) {
-    config::Config config = service_config(setup, group, output, checkpoint_ms);
-    config.state.dir += "-member-" + std::to_string(i);
-    app::ServiceOptions options;
-    options.bootstrap_servers = setup.broker.bootstrap_servers();
-    options.stop = &stop;  // set by the progress plugin at the last event, whichever member consumed it
-    options.hooks = setup.hooks;
-    options.snapshot_interval = milliseconds(setup.options.snapshot_ms);
-    members.push_back(std::make_unique<app::Service>(std::move(config), std::move(options)));
-  }
-  return members;
+// The options of every member of the service; `stop` is set by the progress plugin at the last event,
+// whichever member consumed it.
+app::ServiceOptions member_options(const Setup& setup, std::atomic<bool>& stop) {
+  app::ServiceOptions options;
+  options.bootstrap_servers = setup.broker.bootstrap_servers();
+  options.stop = &stop;
+  options.hooks = setup.hooks;
+  options.snapshot_interval = milliseconds(setup.options.snapshot_ms);
+  return options;
 }
 
-std::vector<const app::Service*> members_of(const app::Service& first,
-                                            const std::vector<std::unique_ptr<app::Service>>& others) {
-  std::vector<const app::Service*> members{&first};
-  for (const auto& member : others) members.push_back(member.get());
-  return members;
-}
-
+// The service, and with --members N, N-1 more instances of it in this process and group, each with a state
+// directory of its own, that the group's assignment gives a share of the partitions.
 RoundResult run_service(const Setup& setup, const std::string& group, const std::string& output, int checkpoint_ms) {
   create_topic(setup, output);
   const std::uint64_t total = setup.options.events;
@@ -666,12 +653,8 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
   std::string stall;
   auto last_progress = Clock::now();
   std::uint64_t last_consumed = 0;
-  app::ServiceOptions service_options;
-  service_options.bootstrap_servers = setup.broker.bootstrap_servers();
-  service_options.stop = &stop;  // set by the progress plugin at the last event
-  service_options.hooks = setup.hooks;
-  service_options.snapshot_interval = milliseconds(setup.options.snapshot_ms);
-  service_options.on_snapshot = [&](const app::ServiceSnapshot& snapshot) {
+  app::ServiceOptions first_options = member_options(setup, stop);
+  first_options.on_snapshot = [&](const app::ServiceSnapshot& snapshot) {
     const auto now = Clock::now();
     if (snapshot.consumed != last_consumed || snapshot.consumed == 0) {
       last_consumed = snapshot.consumed;
@@ -683,18 +666,23 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
       stop.store(true);
     }
   };
-  app::Service service(service_config(setup, group, output, checkpoint_ms), std::move(service_options));
-  std::vector<std::unique_ptr<app::Service>> others = other_members(setup, group, output, checkpoint_ms, stop);
+  std::vector<std::unique_ptr<app::Service>> members;
+  members.push_back(
+      std::make_unique<app::Service>(service_config(setup, group, output, checkpoint_ms), std::move(first_options)));
+  for (int i = 1; i < setup.options.members; ++i) {
+    config::Config config = service_config(setup, group, output, checkpoint_ms);
+    config.state.dir += "-member-" + std::to_string(i);
+    members.push_back(std::make_unique<app::Service>(std::move(config), member_options(setup, stop)));
+  }
   const auto run_started = Clock::now();
-  std::vector<app::RunResult> run_results(others.size() + 1);
-  progress::start(total, milliseconds(setup.options.sample_ms), &stop, !others.empty());
-  run_members(run_results.size(), [&](std::size_t i) {
+  std::vector<app::RunResult> run_results(members.size());
+  progress::start(total, milliseconds(setup.options.sample_ms), &stop, members.size() > 1);
+  run_members(members.size(), [&](std::size_t i) {
     // Service::run() runs on the calling thread, as `bloomgate run` runs it (on main), and as the
     // passthrough loop runs. --service-thread runs it on a std::thread instead (glibc then serves its
     // allocations from a secondary malloc arena).
-    if (i > 0) run_results[i] = others[i - 1]->run();
-    else if (setup.options.service_thread) std::jthread([&] { run_results[0] = service.run(); }).join();
-    else run_results[0] = service.run();
+    if (i == 0 && setup.options.service_thread) std::jthread([&] { run_results[0] = members[0]->run(); }).join();
+    else run_results[i] = members[i]->run();
   });
   const double run_seconds = seconds_between(run_started, Clock::now());
   const std::vector<progress::Sample> samples = progress::stop();
@@ -703,8 +691,8 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
   }
   if (!stall.empty()) throw std::runtime_error("service: " + stall);
   RoundResult result;
-  result.commits = service.snapshot().commits;  // the first member's: one commit per checkpoint
-  for (const app::Service* member : members_of(service, others)) {
+  result.commits = members.front()->snapshot().commits;  // the first member's: one commit per checkpoint
+  for (const auto& member : members) {
     const app::ServiceSnapshot final_state = member->snapshot();
     result.consumed += final_state.consumed;
     result.produced += final_state.forwarded;
@@ -714,7 +702,7 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
     throw std::runtime_error("service consumed " + grouped(result.consumed) + " of " + grouped(total) + " events");
   }
   result.figures = figures_of(samples, setup.options, "service");
-  if (!others.empty()) blank_loop_columns(result.figures);
+  if (members.size() > 1) blank_loop_columns(result.figures);
   result.run_seconds = run_seconds;
   return result;
 }
