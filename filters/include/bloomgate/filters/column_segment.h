@@ -189,8 +189,9 @@ struct ColumnSlice : BitSlice {
   void set_at_row(std::uint64_t row_start) noexcept {
     const std::uint64_t b = row_start + column;
     const std::uint64_t mask = std::uint64_t{1} << (b & 63);
-    if ((cells[b >> 6] & mask) == 0) ++set_bits;
-    cells[b >> 6] |= mask;
+    const std::uint64_t word = cells[b >> 6];
+    set_bits += (word & mask) == 0 ? 1U : 0U;  // no branch: at half fill it would mispredict every other bit
+    cells[b >> 6] = word | mask;
     ++insertions;
     dirty = true;
   }
