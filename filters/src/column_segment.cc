@@ -397,7 +397,15 @@ std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t
   const std::size_t words = (n + 63) / 64;
   for (std::uint32_t run = 1; run < k;) {
     const std::uint32_t step = std::min(run, k - run);
-    for (std::size_t w = 0; w < words; ++w) bits[w] &= (bits[w] >> step) | (bits[w + 1] << (64 - step));
+    // Each word is read before it is written, one word at a time: a vectorised form of this loop loaded
+    // two words the previous pass had just stored one by one, which the CPU cannot forward from its store
+    // buffer (a profile at 2.7 MiB and 1e-3 had 56% of this function's samples on that load).
+    std::uint64_t current = bits[0];
+    for (std::size_t w = 0; w < words; ++w) {
+      const std::uint64_t next = bits[w + 1];
+      bits[w] = current & ((current >> step) | (next << (64 - step)));
+      current = next;
+    }
     run += step;
   }
   for (std::size_t w = 0; w < words; ++w) {
