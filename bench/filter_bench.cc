@@ -497,6 +497,18 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
   return result;
 }
 
+// Runs the warm-up of `stream` and gives `insert` the new keys of its last TTL, the distinct keys of the
+// window: how the baselines without expiry are filled to their design load.
+template <typename Insert>
+void feed_window_keys(KeyStream& stream, const StreamPlan& plan, Insert&& insert) {
+  const std::uint64_t warmup = warmup_events(stream, plan);
+  const std::uint64_t skip = warmup > stream.events_per_ttl() ? warmup - stream.events_per_ttl() : 0;
+  for (std::uint64_t i = 0; i < warmup; ++i) {
+    const Event e = stream.next();
+    if (i >= skip && e.is_new) insert(e.key);
+  }
+}
+
 // The split-block Bloom filter, sized for one TTL's keys at `rate`. It has no expiry, so it is given only
 // the new keys of the last TTL of the warm-up, the distinct keys of the window: it is at its design load
 // when timing starts. The timed blocks are the very same events the filters get.
@@ -504,12 +516,7 @@ SbbfResult run_sbbf(double rate, const StreamPlan& plan, const Config& config) {
   SbbfResult result;
   KeyStream stream(plan.keys_per_ttl, config.seed);
   SplitBlockBloom sbbf(plan.keys_per_ttl, rate);
-  const std::uint64_t warmup = warmup_events(stream, plan);
-  const std::uint64_t skip = warmup > stream.events_per_ttl() ? warmup - stream.events_per_ttl() : 0;
-  for (std::uint64_t i = 0; i < warmup; ++i) {
-    const Event e = stream.next();
-    if (i >= skip && e.is_new) sbbf.test_and_insert(e.key);
-  }
+  feed_window_keys(stream, plan, [&sbbf](std::uint64_t key) { sbbf.test_and_insert(key); });
   result.mib = static_cast<double>(sbbf.bits()) / 8.0 / kMiB;
   result.bits_per_key = static_cast<double>(sbbf.bits()) / static_cast<double>(plan.keys_per_ttl);
   if (plan.measure_quality) {
@@ -531,16 +538,11 @@ SbbfResult run_sbbf(double rate, const StreamPlan& plan, const Config& config) {
 // the split-block filter (the distinct keys of the last TTL of the warm-up), then timed on the same events.
 FloorResult run_floor(double rate, const StreamPlan& plan, const Config& config) {
   FloorResult result;
-  FilterOptions options = options_for(FilterType::kTimeLimited, rate, plan.keys_per_ttl, 1);
+  const FilterOptions options = options_for(FilterType::kTimeLimited, rate, plan.keys_per_ttl, 1);
   const std::uint32_t k = filters::choose_sliced_params(rate, filters::sliced_level(options)).k;
   KLineBloom floor(static_cast<std::uint64_t>(plan.target_mib * kMiB), k);
   KeyStream stream(plan.keys_per_ttl, config.seed);
-  const std::uint64_t warmup = warmup_events(stream, plan);
-  const std::uint64_t skip = warmup > stream.events_per_ttl() ? warmup - stream.events_per_ttl() : 0;
-  for (std::uint64_t i = 0; i < warmup; ++i) {
-    const Event e = stream.next();
-    if (i >= skip && e.is_new) floor.test_and_insert(e.key);
-  }
+  feed_window_keys(stream, plan, [&floor](std::uint64_t key) { floor.test_and_insert(key); });
   result.ran = true;
   result.k = k;
   result.mib = static_cast<double>(floor.bytes()) / kMiB;
