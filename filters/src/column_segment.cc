@@ -208,9 +208,15 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
 // One bit per row, so this touches every line of the segment: once per generation.
 void ColumnSegment::pop() noexcept {
   const std::uint32_t column = oldest_;
-  RowWalk walk(layout_, 0, column);
-  for (std::uint64_t row = 0; row < rows_; ++row, walk.next()) {
-    cells_[walk.bit() >> 6] &= ~(std::uint64_t{1} << (walk.bit() & 63));
+  if (columns_ == 1) {
+    // A small slice's segment: its rows are back to back, so the cells are its words. Clearing them bit by
+    // bit was ~9% of a 60 KiB filter's time (perf, 1e-3), one read-modify-write per row per generation.
+    std::fill(cells_.data(), cells_.data() + (rows_ + 63) / 64, 0);
+  } else {
+    RowWalk walk(layout_, 0, column);
+    for (std::uint64_t row = 0; row < rows_; ++row, walk.next()) {
+      cells_[walk.bit() >> 6] &= ~(std::uint64_t{1} << (walk.bit() & 63));
+    }
   }
   set_index_bit(column, column_index_[column], false);
   oldest_ = (oldest_ + 1) % columns_;
