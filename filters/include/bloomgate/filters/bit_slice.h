@@ -80,17 +80,18 @@ struct BitSlice {
 // b.5: the first window of k consecutive slices, each valid and with the key's bit set, among `slices`
 // (newest first), searching from the oldest window: the index of that window's newest slice, or -1 when
 // there is none. After a miss at position p every window containing p fails, so the search jumps to the
-// window ending just below p and keeps the matches already seen there.
-template <typename Slices, typename IsValid>
-std::int64_t oldest_matching_window(const Slices& slices, std::uint32_t k, const Probes& probes, IsValid is_valid) {
-  const auto n = static_cast<std::int64_t>(slices.size());
+// window ending just below p and keeps the matches already seen there. oldest_matching_run is the walk
+// over positions 0 (newest) to slice_count-1, `holds(p)` saying whether slice p is valid and has the
+// key's bit; oldest_matching_window asks the slices themselves.
+template <typename Holds>
+std::int64_t oldest_matching_run(std::size_t slice_count, std::uint32_t k, Holds holds) {
+  const auto n = static_cast<std::int64_t>(slice_count);
   const auto run = static_cast<std::int64_t>(k);
   std::int64_t i = n - run;
   std::int64_t matched_above = 0;
   std::int64_t matched = 0;
   while (i >= 0) {
-    const auto& slice = slices[static_cast<std::size_t>(i)];
-    if (is_valid(slice) && slice.test(probes)) {
+    if (holds(static_cast<std::size_t>(i))) {
       if (matched_above + ++matched == run) return i - matched + 1;
       ++i;
     } else {
@@ -100,6 +101,14 @@ std::int64_t oldest_matching_window(const Slices& slices, std::uint32_t k, const
     }
   }
   return -1;
+}
+
+template <typename Slices, typename IsValid>
+std::int64_t oldest_matching_window(const Slices& slices, std::uint32_t k, const Probes& probes, IsValid is_valid) {
+  return oldest_matching_run(slices.size(), k, [&](std::size_t p) {
+    const auto& slice = slices[p];
+    return is_valid(slice) && slice.test(probes);
+  });
 }
 
 template <typename IsValid>

@@ -109,6 +109,7 @@ class TimeLimitedFilter final : public Filter {
   // Reading by rows, leaves `located` (when given) holding the newest segment's rows.
   std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr) const;
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
+  const std::vector<const detail::ColumnSlice*>& slices_by_position() const;
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   std::uint64_t segment_rows(std::uint64_t bits) const;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
@@ -167,6 +168,9 @@ class TimeLimitedFilter final : public Filter {
   mutable std::int64_t valid_until_ns_ = 0;
   mutable bool valid_has_expired_unstamped_ = false;
   mutable std::vector<std::uint64_t> match_bits_;  // per query: valid slices holding the key's bit
+  // slices_ by position (0 = newest) at by_position_version_: the walk reads them without the deque.
+  mutable std::vector<const detail::ColumnSlice*> by_position_;
+  mutable std::uint64_t by_position_version_ = ~std::uint64_t{0};
 };
 
 }  // namespace bloomgate::filters
