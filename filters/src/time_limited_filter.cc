@@ -326,8 +326,9 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
   }
   if (generation_remaining_ == 0) slide(now_ns);
   // After a slide, reset or early generation end above the rows are found again.
-  for (std::uint32_t p = 0; p < params_.k; ++p) {
-    ColumnSlice& slice = slices_[p];
+  auto newest = slices_.begin();  // stepped, not indexed: a deque's operator[] divides
+  for (std::uint32_t p = 0; p < params_.k; ++p, ++newest) {
+    ColumnSlice& slice = *newest;
     if (located != nullptr && located_in(*slice.segment, *located)) {
       slice.set_at_row(located->start[slice.hash_index]);
     } else {
