@@ -147,8 +147,8 @@ bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) c
   return oldest_window(probes, now_ns) >= 0;
 }
 
-// b.5's answer from k row reads per segment: the valid slices holding the key's bit, oldest first, then
-// the first run of k of them.
+// b.5's answer: walked slice by slice (small slices, or several segments), or from k row reads per
+// segment: the valid slices holding the key's bit, oldest first, then the first run of k of them.
 std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located) const {
   const std::size_t n = slices_.size();
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
@@ -173,7 +173,8 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
 }
 
 // The walk's view of the slices: a deque's operator[] divides by its block's element count, once per slice
-// probed (perf on a 60 KiB filter put that and the per-slice expiry test at a third of the walk's time).
+// probed (perf on a 60 KiB filter put that and the per-slice expiry test at about a quarter of the walk's
+// samples).
 const std::vector<const ColumnSlice*>& TimeLimitedFilter::slices_by_position() const {
   if (by_position_version_ != layout_version_) {
     by_position_.clear();
