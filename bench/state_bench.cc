@@ -78,6 +78,7 @@ struct Config {
   // a restarting service does not have.
   bool fresh_process = false;
   std::string restore_child;  // internal: restore the store in this directory, print the timing, exit
+  bool child_from_snapshot = false;  // internal: the child restores through StateStore::restore_filter
   double target = 2.0;
 };
 
@@ -272,7 +273,7 @@ struct RestoreTiming {
   double fetch_seconds = kNaN;  // inside read() and the slice lookups: RocksDB reading the records
 };
 
-RestoreTiming time_restore(const std::string& db, std::unique_ptr<filters::Filter>& out) {
+RestoreTiming time_restore(const std::string& db, std::unique_ptr<filters::Filter>& out, bool from_snapshot) {
   RestoreTiming t;
   const auto start = Clock::now();
   auto store = StateStore::open(db);
@@ -281,6 +282,16 @@ RestoreTiming time_restore(const std::string& db, std::unique_ptr<filters::Filte
   const auto stored = store->read(kPartition);
   if (!stored) throw std::runtime_error("the checkpoint is not in the store");
   double fetch = seconds_since(read_started);
+  if (from_snapshot) {
+    // What a start after a clean stop does: restore_filter finds the snapshot and copies its bands into
+    // place. Its reads are not timed apart (they are one Get per band inside the filter's restore).
+    connectors::RestoreReport report;
+    out = store->restore_filter(kPartition, stored->filter_meta, &report);
+    if (!report.from_snapshot) throw std::runtime_error("the snapshot was not used: " + report.snapshot_ignored);
+    t.seconds = seconds_since(start);
+    t.fetch_seconds = kNaN;
+    return t;
+  }
   // What StateStore::restore_filter does, with the time spent inside the store's lookups (RocksDB reading
   // and checking blocks) measured apart; the rest of filters::restore is verifying and copying the slices.
   store->with_slices(kPartition, [&](const filters::SliceViews& views) {
@@ -299,7 +310,7 @@ RestoreTiming time_restore(const std::string& db, std::unique_ptr<filters::Filte
 
 // --fresh-process: the restore timed by a child process (--restore-child), its figures read from its
 // output: "restore <seconds> <open> <fetch> <verified 0|1>".
-RestoreTiming time_restore_in_child(const Config& c, const std::string& db, bool& verified) {
+RestoreTiming time_restore_in_child(const Config& c, const std::string& db, bool from_snapshot, bool& verified) {
   int out[2];
   if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
   const std::string keys = std::to_string(c.keys);
@@ -308,6 +319,7 @@ RestoreTiming time_restore_in_child(const Config& c, const std::string& db, bool
   std::snprintf(error_rate, sizeof error_rate, "%.17g", c.error_rate);
   std::vector<std::string> args = {"state_bench", "--restore-child", db, "--keys", keys, "--seed", seed,
                                    "--error-rate", error_rate};
+  if (from_snapshot) args.emplace_back("--child-from-snapshot");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -360,6 +372,7 @@ struct RestoreFigures {
 };
 
 struct Results {
+  std::uint64_t keys = 0;
   double filter_mib = kNaN;
   std::uint64_t slices = 0;
   double build_seconds = kNaN;
@@ -367,13 +380,33 @@ struct Results {
   std::uint64_t store_bytes = 0;  // the store's files after a flush
   CheckpointFigures full;
   CheckpointFigures incremental;
-  RestoreFigures cold;
+  double snapshot_seconds = kNaN;  // Filter::snapshot + write_snapshot + flush, as a clean stop does
+  std::uint64_t snapshot_bytes = 0;
+  RestoreFigures cold;  // from the slice records: a start after a crash
   RestoreFigures warm;
+  RestoreFigures cold_snapshot;  // from the snapshot: a start after a clean stop
+  RestoreFigures warm_snapshot;
   bool verified = false;
 };
 
+// A copy of the store at `db` with the filter's snapshot written after its last checkpoint, as a clean stop
+// leaves it; the time and bytes of writing the snapshot go to `res`. False when the filter has no snapshot
+// (its slices are not one segment's: fewer keys, whose slice sizes have not settled within the TTL).
+bool write_snapshot_store(const std::string& db, const std::string& snapshot_db, const filters::Filter& filter,
+                          Results& res) {
+  fs::copy(db, snapshot_db, fs::copy_options::recursive);
+  auto store = StateStore::open(snapshot_db);
+  const auto start = Clock::now();
+  const std::optional<filters::FilterSnapshot> snapshot = filter.snapshot();
+  if (!snapshot) return false;
+  res.snapshot_bytes = store->write_snapshot(kPartition, *snapshot);
+  store->flush();
+  res.snapshot_seconds = seconds_since(start);
+  return true;
+}
+
 RestoreFigures measure_restore(const std::string& db, const std::string& plain, const Config& c, bool cold,
-                               bool& verified) {
+                               bool from_snapshot, bool& verified) {
   std::vector<double> restore, open, fetch, raw, res_store, res_plain;
   for (int r = 0; r < c.reps; ++r) {
     // Alternate which side goes first, so neither always follows the other's cache traffic.
@@ -383,10 +416,10 @@ RestoreFigures measure_restore(const std::string& db, const std::string& plain, 
         res_store.push_back(resident_share(files_under(db)));
         RestoreTiming t;
         if (c.fresh_process) {
-          t = time_restore_in_child(c, db, verified);
+          t = time_restore_in_child(c, db, from_snapshot, verified);
         } else {
           std::unique_ptr<filters::Filter> restored;
-          t = time_restore(db, restored);
+          t = time_restore(db, restored, from_snapshot);
           verified = holds_keys(*restored, c);
         }
         restore.push_back(t.seconds);
@@ -404,6 +437,7 @@ RestoreFigures measure_restore(const std::string& db, const std::string& plain, 
 
 Results run_all(const Config& c, const std::string& dir) {
   Results res;
+  res.keys = c.keys;
   const std::string db = dir + "/state";
   const std::string plain = dir + "/plain.bin";
   auto start = Clock::now();
@@ -429,11 +463,18 @@ Results run_all(const Config& c, const std::string& dir) {
     store->flush();  // restore then reads table files, as after a restart long after the checkpoint
   }
   res.store_bytes = bytes_of(files_under(db));
+  const std::string snapshot_db = dir + "/state-snapshot";
+  const bool snapshotted = write_snapshot_store(db, snapshot_db, *filter, res);
+  filter.reset();
   write_plain_file(plain, res.image_bytes);
-  res.cold = measure_restore(db, plain, c, true, res.verified);
-  bool warm_verified = false;
-  res.warm = measure_restore(db, plain, c, false, warm_verified);
-  res.verified = res.verified && warm_verified;
+  bool verified[4] = {false, false, true, true};
+  res.cold = measure_restore(db, plain, c, true, false, verified[0]);
+  res.warm = measure_restore(db, plain, c, false, false, verified[1]);
+  if (snapshotted) {
+    res.cold_snapshot = measure_restore(snapshot_db, plain, c, true, true, verified[2]);
+    res.warm_snapshot = measure_restore(snapshot_db, plain, c, false, true, verified[3]);
+  }
+  res.verified = verified[0] && verified[1] && verified[2] && verified[3];
   return res;
 }
 
@@ -446,11 +487,17 @@ const char* verdict(double reached, double limit) {
 }
 
 void print_restore(const char* label, const RestoreFigures& f) {
-  std::printf("  %-6s restore %8.3f s (open %.3f, RocksDB reads %.3f, parse+copy %.3f)   raw read %8.3f s   ratio %6.2f"
+  char split[96];
+  if (std::isfinite(f.fetch_seconds)) {
+    std::snprintf(split, sizeof split, "open %.3f, RocksDB reads %.3f, parse+copy %.3f", f.open_seconds,
+                  f.fetch_seconds, f.restore_seconds - f.open_seconds - f.fetch_seconds);
+  } else {
+    std::snprintf(split, sizeof split, "open %.3f, reads+copy %.3f", f.open_seconds, f.restore_seconds - f.open_seconds);
+  }
+  std::printf("  %-14s restore %8.3f s (%s)   raw read %8.3f s   ratio %6.2f"
               "   page cache resident before: store %.0f%%, file %.0f%%\n",
-              label, f.restore_seconds, f.open_seconds, f.fetch_seconds,
-              f.restore_seconds - f.open_seconds - f.fetch_seconds, f.raw_read_seconds,
-              ratio(f.restore_seconds, f.raw_read_seconds), 100 * f.resident_store, 100 * f.resident_plain);
+              label, f.restore_seconds, split, f.raw_read_seconds, ratio(f.restore_seconds, f.raw_read_seconds),
+              100 * f.resident_store, 100 * f.resident_plain);
 }
 
 void print_checkpoint(const char* label, const CheckpointFigures& f) {
@@ -467,9 +514,14 @@ void print(const Config& c, const std::string& dir, const Results& r) {
               r.filter_mib, r.slices, r.build_seconds, static_cast<double>(r.image_bytes) / kMiB,
               static_cast<double>(r.store_bytes) / kMiB);
   std::printf("  directory %s (%s); %d repetitions, medians\n\n", dir.c_str(), filesystem_of(dir).c_str(), c.reps);
-  std::printf("RESTORE (StateStore::open + read + filters::restore) vs read(2) of a plain file of the records' size\n");
+  std::printf("RESTORE (StateStore::open + read + restore) vs read(2) of a plain file of the records' size\n");
+  std::printf("  after a crash, from the slice records (filters::restore over StateStore::with_slices):\n");
   print_restore("cold", r.cold);
   print_restore("warm", r.warm);
+  std::printf("  after a clean stop, from its snapshot (StateStore::restore_filter; written in %.3f s, %.2f MiB):\n",
+              r.snapshot_seconds, static_cast<double>(r.snapshot_bytes) / kMiB);
+  print_restore("cold snapshot", r.cold_snapshot);
+  print_restore("warm snapshot", r.warm_snapshot);
   std::printf("  cold: fdatasync + posix_fadvise(DONTNEED) on every file before each timed read; warm: no drop\n");
   std::printf("  %s\n", c.fresh_process ? "each restore in a new process (--fresh-process), as after a restart"
                                          : "every restore in this process, after the previous one's filter was freed");
@@ -480,8 +532,11 @@ void print(const Config& c, const std::string& dir, const Results& r) {
   std::printf("  incremental: after %.1f%% more keys over one second of event time\n\n", 100 * c.changed_share);
   std::printf("REBUILD from input history: measured by service_bench --rebuild (it needs a broker and the service)\n\n");
   const double cold = ratio(r.cold.restore_seconds, r.cold.raw_read_seconds);
-  std::printf("TARGETS\n  %-52s %8.2f   limit %.2f   %s\n", "restore / raw read, cold", cold, c.target,
-              verdict(cold, c.target));
+  const double cold_snapshot = ratio(r.cold_snapshot.restore_seconds, r.cold_snapshot.raw_read_seconds);
+  std::printf("TARGETS\n  %-60s %8.2f   limit %.2f   %s\n", "restore / raw read, cold, after a clean stop (snapshot)",
+              cold_snapshot, c.target, verdict(cold_snapshot, c.target));
+  std::printf("  %-60s %8.2f   limit %.2f   %s\n", "restore / raw read, cold, after a crash (slice records)", cold,
+              c.target, verdict(cold, c.target));
   std::printf("Targets are reported, never enforced.\n");
 }
 
@@ -528,16 +583,25 @@ std::string to_json(const Config& c, const std::string& dir, const Results& r) {
   j.boolean("restored_filter_verified", r.verified);
   json_restore(j, "restore_cold", r.cold);
   json_restore(j, "restore_warm", r.warm);
+  json_restore(j, "restore_cold_snapshot", r.cold_snapshot);
+  json_restore(j, "restore_warm_snapshot", r.warm_snapshot);
+  j.num("snapshot_write_seconds", r.snapshot_seconds);
+  j.u64("snapshot_bytes", r.snapshot_bytes);
   json_checkpoint(j, "checkpoint_full", r.full);
   json_checkpoint(j, "checkpoint_incremental", r.incremental);
   j.open("targets", '[');
-  const double cold = ratio(r.cold.restore_seconds, r.cold.raw_read_seconds);
-  j.open(nullptr, '{');
-  j.str("target", "restore of a 1e-3 filter / raw read of the same bytes, cold");
-  j.num("reached", cold);
-  j.num("limit", c.target);
-  j.str("result", verdict(cold, c.target));
-  j.close('}');
+  const std::pair<const char*, const RestoreFigures*> targets[] = {
+      {"restore of a 1e-3 filter after a clean stop (snapshot) / raw read of the same bytes, cold", &r.cold_snapshot},
+      {"restore of a 1e-3 filter after a crash (slice records) / raw read of the same bytes, cold", &r.cold}};
+  for (const auto& [name, figures] : targets) {
+    const double reached = ratio(figures->restore_seconds, figures->raw_read_seconds);
+    j.open(nullptr, '{');
+    j.str("target", name);
+    j.num("reached", reached);
+    j.num("limit", c.target);
+    j.str("result", verdict(reached, c.target));
+    j.close('}');
+  }
   j.close(']');
   j.close('}');
   return j.text() + "\n";
@@ -554,13 +618,16 @@ std::vector<std::string> missing_figures(const Results& r) {
     if (!std::isfinite(value)) missing.emplace_back(name);
   }
   if (!r.verified) missing.emplace_back("restored filter is missing keys");
+  // From two million keys (the smoke test's) the filter settles into one segment within the TTL; fewer
+  // may not (write_snapshot_store).
+  if (r.keys >= 2'000'000 && !std::isfinite(r.cold_snapshot.restore_seconds)) missing.emplace_back("snapshot restore");
   return missing;
 }
 
 int run(Config c) {
   if (!c.restore_child.empty()) {
     std::unique_ptr<filters::Filter> restored;
-    const RestoreTiming t = time_restore(c.restore_child, restored);
+    const RestoreTiming t = time_restore(c.restore_child, restored, c.child_from_snapshot);
     std::printf("restore %.9f %.9f %.9f %d\n", t.seconds, t.open_seconds, t.fetch_seconds,
                 holds_keys(*restored, c) ? 1 : 0);
     return 0;
@@ -617,6 +684,7 @@ int main(int argc, char** argv) {
   app.add_flag("--fresh-process", c.fresh_process,
                "time each restore in a new process, as after a restart (default: all in this process)");
   app.add_option("--restore-child", c.restore_child, "internal: time one restore of DIR/state's store")->group("");
+  app.add_flag("--child-from-snapshot", c.child_from_snapshot, "internal: the child restores from the snapshot")->group("");
   CLI11_PARSE(app, argc, argv);
   try {
     return bloomgate::bench::run(c);

@@ -800,9 +800,10 @@ class Service::Impl {
     const auto started = Clock::now();
     std::optional<connectors::StoredPartition> stored;
     std::unique_ptr<filters::Filter> filter;
+    connectors::RestoreReport restored_from;
     try {
       stored = store_->read(id);
-      if (stored) filter = store_->restore_filter(id, stored->filter_meta);  // one scan, no copy of a record
+      if (stored) filter = store_->restore_filter(id, stored->filter_meta, &restored_from);  // no copy of a record
     } catch (const StateStoreError& e) {
       if (e.kind() != StateStoreError::Kind::kCorrupt) throw;
       // A damaged table file fails every compaction that reads it, which stops all writes: the whole
@@ -843,9 +844,14 @@ class Service::Impl {
       worker->checkpointed_output = checkpoint.output_offset;
       report.next_offset = checkpoint.next_offset;
       report.restored = true;
-      spdlog::info("{}: restored from the checkpoint of {} ms ago at input offset {} (output offset {})",
+      if (!restored_from.snapshot_ignored.empty()) {
+        spdlog::warn("{}: its snapshot was passed over ({}); the filter was restored from its slice records",
+                     connectors::to_string(id), restored_from.snapshot_ignored);
+      }
+      spdlog::info("{}: restored from the checkpoint of {} ms ago at input offset {} (output offset {}), from {}",
                    connectors::to_string(id), std::max<std::int64_t>(wall_clock_ms() - checkpoint.written_at_ms, 0),
-                   checkpoint.next_offset, checkpoint.output_offset);
+                   checkpoint.next_offset, checkpoint.output_offset,
+                   restored_from.from_snapshot ? "the snapshot of a clean stop" : "its slice records");
     } else {
       worker = std::make_unique<PartitionWorker>(pipeline, report);
       worker->full_image_next = true;
@@ -1428,6 +1434,43 @@ class Service::Impl {
            " partition(s) could not be written (see above); their events since the last checkpoint will be "
            "consumed again and reconciled");
     }
+    if (!failure_) write_snapshots();
+  }
+
+  // A clean stop's snapshots (docs/state.md, "Snapshots at a clean stop"): each large filter whose checkpoint
+  // is the one just written, as it lies in memory, so that the next start on this directory copies it into
+  // place instead of rebuilding its layout from the slice records. Only a faster copy of the checkpoint:
+  // a snapshot not written is logged, and that partition restores from its slices.
+  void write_snapshots() {
+    const auto started = Clock::now();
+    std::size_t written = 0;
+    std::uint64_t bytes = 0;
+    for (PartitionWorker* worker : all_workers()) {
+      if (worker->next_offset < 0 || worker->checkpointed_offset != worker->next_offset) continue;
+      if (stop_deadline_ && Clock::now() >= *stop_deadline_) {
+        spdlog::warn("stopping: the grace period ran out before every snapshot was written; the other partitions "
+                     "restore from their slice records");
+        break;
+      }
+      const std::optional<filters::FilterSnapshot> snapshot = worker->deduplicator.filter().snapshot();
+      if (!snapshot) continue;
+      try {
+        bytes += store_->write_snapshot(worker->id, *snapshot);
+        ++written;
+      } catch (const StateStoreError& e) {
+        spdlog::warn("{}: its snapshot was not written ({}); the next start restores it from its slice records",
+                     connectors::to_string(worker->id), e.what());
+      }
+    }
+    if (written == 0) return;
+    try {
+      store_->flush();  // the next open then reads table files instead of replaying the snapshots' WAL
+    } catch (const StateStoreError& e) {
+      spdlog::warn("stopping: flushing the snapshots: {}", e.what());
+    }
+    spdlog::info("stopping: wrote the snapshots of {} filter(s), {:.1f} MiB, in {} ms", written,
+                 static_cast<double>(bytes) / (1024.0 * 1024.0),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
   }
 
   // The output was flushed and every partition's checkpoint written, but Kafka refused the commit (a

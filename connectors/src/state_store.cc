@@ -18,6 +18,7 @@
 #include <ctime>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <shared_mutex>
 #include <string_view>
@@ -36,6 +37,8 @@ constexpr std::string_view kKeyTagEnd{"bgs1\1", 5};
 
 constexpr char kCheckpointKind = 'c';
 constexpr char kMetaKind = 'm';
+constexpr char kSnapshotKind = 'n';
+constexpr char kBandKind = 'p';
 constexpr char kSliceKind = 's';
 
 constexpr std::string_view kCheckpointMagic = "BGCP";
@@ -81,10 +84,19 @@ std::string record_key(std::string prefix, char kind) {
   return prefix;
 }
 
-std::string slice_key(std::string prefix, std::uint64_t slice_id) {
-  prefix.push_back(kSliceKind);
-  append_be(prefix, slice_id, 8);
+std::string numbered_key(std::string prefix, char kind, std::uint64_t number) {
+  prefix.push_back(kind);
+  append_be(prefix, number, 8);
   return prefix;
+}
+
+std::string slice_key(const std::string& prefix, std::uint64_t slice_id) {
+  return numbered_key(prefix, kSliceKind, slice_id);
+}
+
+// Deletes every snapshot band of the partition: a range delete, whatever their number.
+rocksdb::Status delete_bands(rocksdb::WriteBatch& batch, const std::string& prefix) {
+  return batch.DeleteRange(numbered_key(prefix, kBandKind, 0), record_key(prefix, static_cast<char>(kBandKind + 1)));
 }
 
 // A key of the version-1 layout, taken apart. nullopt when it does not parse.
@@ -363,6 +375,22 @@ struct StateStore::Impl {
   std::unique_ptr<rocksdb::DB> db;  // read-only or null while a reopen fails; see write()
   // Set when a write failed, cleared when the database is open for writing again.
   std::atomic<bool> reopen_before_write{false};
+  // Partitions whose stored snapshot a restore found: their next checkpoint deletes its bands too.
+  std::mutex snapshots_mutex;
+  std::set<PartitionId> snapshots_found;
+
+  void snapshot_found(const PartitionId& id) {
+    const std::lock_guard lock(snapshots_mutex);
+    snapshots_found.insert(id);
+  }
+  bool has_found_snapshot(const PartitionId& id) {
+    const std::lock_guard lock(snapshots_mutex);
+    return snapshots_found.contains(id);
+  }
+  void snapshots_deleted(const PartitionId& id) {
+    const std::lock_guard lock(snapshots_mutex);
+    snapshots_found.erase(id);
+  }
 
   // Closes the database and opens it again for writing. When that fails it opens it read-only, which
   // writes nothing and so works on a full disk, to keep reads going, and rethrows. Requires `mutex`
@@ -512,7 +540,7 @@ namespace {
 // Appends one partition's checkpoint to `batch`: its slice records, the deletes of its dropped slices, its
 // metadata record and its checkpoint record. Throws kInvalidArgument for a bad id or image.
 CheckpointWrite append_checkpoint(rocksdb::WriteBatch& batch, const PartitionCheckpoint& checkpoint,
-                                  const filters::FilterImage& image) {
+                                  const filters::FilterImage& image, bool delete_snapshot_bands) {
   validate(checkpoint.id);
   const std::string name = to_string(checkpoint.id);
   try {
@@ -539,6 +567,11 @@ CheckpointWrite append_checkpoint(rocksdb::WriteBatch& batch, const PartitionChe
     ++written.slices_deleted;
   }
   check(batch.Put(record_key(prefix, kMetaKind), image.meta));
+  // A snapshot is of the filter at one metadata record; whatever this checkpoint changed, it is no longer
+  // the stored filter's. Its header goes (cheap: one small delete per checkpoint), and its bands too once a
+  // restore has found it (the first checkpoint after a start from a snapshot).
+  check(batch.Delete(record_key(prefix, kSnapshotKind)));
+  if (delete_snapshot_bands) check(delete_bands(batch, prefix));
   const std::string checkpoint_key = record_key(prefix, kCheckpointKind);
   check(batch.Put(checkpoint_key, encode_checkpoint(checkpoint_key, checkpoint)));
   written.bytes = batch.GetDataSize() - size_before;
@@ -550,8 +583,10 @@ CheckpointWrite append_checkpoint(rocksdb::WriteBatch& batch, const PartitionChe
 CheckpointWrite StateStore::write_checkpoint(const PartitionCheckpoint& checkpoint,
                                              const filters::FilterImage& image) {
   rocksdb::WriteBatch batch;
-  const CheckpointWrite written = append_checkpoint(batch, checkpoint, image);
+  const bool bands = impl_->has_found_snapshot(checkpoint.id);
+  const CheckpointWrite written = append_checkpoint(batch, checkpoint, image, bands);
   impl_->write(batch, "writing the checkpoint of " + to_string(checkpoint.id));
+  if (bands) impl_->snapshots_deleted(checkpoint.id);
   return written;
 }
 
@@ -559,12 +594,16 @@ std::vector<CheckpointWrite> StateStore::write_checkpoints(std::span<const Parti
   rocksdb::WriteBatch batch;
   std::vector<CheckpointWrite> written;
   written.reserve(partitions.size());
+  std::vector<PartitionId> with_bands;
   for (const PartitionImage& partition : partitions) {
-    written.push_back(append_checkpoint(batch, partition.checkpoint, partition.image));
+    const bool bands = impl_->has_found_snapshot(partition.checkpoint.id);
+    written.push_back(append_checkpoint(batch, partition.checkpoint, partition.image, bands));
+    if (bands) with_bands.push_back(partition.checkpoint.id);
   }
   if (partitions.empty()) return written;
   impl_->write(batch, "writing the checkpoints of " + std::to_string(partitions.size()) + " partition(s) from " +
                           to_string(partitions.front().checkpoint.id));
+  for (const PartitionId& id : with_bands) impl_->snapshots_deleted(id);
   return written;
 }
 
@@ -738,10 +777,80 @@ void StateStore::with_slices(const PartitionId& id,
   });
 }
 
-std::unique_ptr<filters::Filter> StateStore::restore_filter(const PartitionId& id, std::string_view filter_meta) const {
+namespace {
+
+// The band lookup of a snapshot restore: one Get per band, its value pinned (no copy) until the next one.
+// Reading the bands ahead on a thread of their own, so that the copying overlapped the disk, changed
+// nothing (cold fresh-process restores of state_bench's store, 12 alternated each: median 29.8 against
+// 29.7 ms), and two such threads were slower (45.8 against 36.9 ms): the reads are what takes the time.
+class BandReader {
+ public:
+  BandReader(rocksdb::DB& db, const PartitionId& id) : db_(db), prefix_(partition_prefix(id)), name_(to_string(id)) {}
+
+  std::optional<std::string_view> find(std::uint64_t band) {
+    value_.Reset();
+    const rocksdb::Status status =
+        db_.Get(scan_options(), db_.DefaultColumnFamily(), numbered_key(prefix_, kBandKind, band), &value_);
+    if (status.IsNotFound()) return std::nullopt;
+    if (!status.ok()) fail(status, "reading snapshot band " + std::to_string(band) + " of " + name_);
+    return std::string_view(value_.data(), value_.size());
+  }
+
+ private:
+  rocksdb::DB& db_;
+  const std::string prefix_;
+  const std::string name_;
+  rocksdb::PinnableSlice value_;
+};
+
+}  // namespace
+
+std::unique_ptr<filters::Filter> StateStore::restore_filter(const PartitionId& id, std::string_view filter_meta,
+                                                            RestoreReport* report) const {
+  validate(id);
+  RestoreReport ignored;
+  RestoreReport& out = report != nullptr ? *report : ignored;
+  out = {};
+  const std::string name = to_string(id);
+  if (auto header = impl_->get(record_key(partition_prefix(id), kSnapshotKind), "reading the snapshot of " + name)) {
+    impl_->snapshot_found(id);
+    try {
+      auto filter = impl_->with_db([&](rocksdb::DB& db) {
+        BandReader bands(db, id);
+        return filters::restore_snapshot(filter_meta, *header, filters::SliceViews([&bands](std::uint64_t band) {
+                                           return bands.find(band);
+                                         }));
+      });
+      if (filter) {
+        out.from_snapshot = true;
+        return filter;
+      }
+      out.snapshot_ignored = "it was taken at another checkpoint";
+    } catch (const filters::FormatError& e) {
+      out.snapshot_ignored = e.what();  // the slices are the checkpoint; the snapshot was only a copy
+    }
+  }
   std::unique_ptr<filters::Filter> filter;
   with_slices(id, [&](const filters::SliceViews& slices) { filter = filters::restore(filter_meta, slices); });
   return filter;
+}
+
+std::uint64_t StateStore::write_snapshot(const PartitionId& id, const filters::FilterSnapshot& snapshot) {
+  validate(id);
+  const std::string prefix = partition_prefix(id);
+  const std::string name = to_string(id);
+  rocksdb::WriteBatch batch;
+  const auto check = [&](const rocksdb::Status& status) {
+    if (!status.ok()) fail(status, "building the snapshot of " + name);
+  };
+  check(delete_bands(batch, prefix));  // an older snapshot may have had more
+  for (std::size_t band = 0; band < snapshot.bands.size(); ++band) {
+    check(batch.Put(numbered_key(prefix, kBandKind, band), snapshot.bands[band]));
+  }
+  check(batch.Put(record_key(prefix, kSnapshotKind), snapshot.header));
+  impl_->write(batch, "writing the snapshot of " + name);
+  impl_->snapshot_found(id);  // the next checkpoint deletes it whole
+  return batch.GetDataSize();
 }
 
 filters::SliceLookup StateStore::slices(const PartitionId& id) const {

@@ -66,7 +66,7 @@ Record parse_record(std::string_view& bytes, bool verify) {
                       std::to_string(kFormatVersion) + ")");
   }
   const std::uint8_t kind = r.u8("record kind");
-  if (kind != static_cast<std::uint8_t>(RecordKind::kMeta) && kind != static_cast<std::uint8_t>(RecordKind::kSlice)) {
+  if (kind < static_cast<std::uint8_t>(RecordKind::kMeta) || kind > static_cast<std::uint8_t>(RecordKind::kSnapshotBand)) {
     throw FormatError("unknown record kind " + std::to_string(kind));
   }
   const std::uint8_t type = r.u8("filter type");

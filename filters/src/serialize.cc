@@ -73,4 +73,13 @@ std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceViews& 
   throw FormatError(std::string("cannot restore a filter of type ") + filter_type_name(meta.type));
 }
 
+std::unique_ptr<Filter> restore_snapshot(std::string_view meta_record, std::string_view header, const SliceViews& bands) {
+  const Record meta = decode_single_record(meta_record);
+  if (meta.kind != RecordKind::kMeta) throw FormatError("expected a filter metadata record");
+  if (meta.type != FilterType::kTimeLimited) {
+    throw FormatError(std::string("a ") + filter_type_name(meta.type) + " filter has no snapshots");
+  }
+  return TimeLimitedFilter::restore_snapshot(meta, meta_record, header, bands);
+}
+
 }  // namespace bloomgate::filters

@@ -547,6 +547,20 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
 }
 
 FilterImage TimeLimitedFilter::image(ImageScope scope) const {
+  FilterImage out;
+  out.meta = meta_record();
+  std::vector<detail::Words> words = slice_words(scope);
+  for (std::size_t p = 0; p < slices_.size(); ++p) {
+    if (scope != ImageScope::kFull && !slices_[p].dirty) continue;
+    BitSlice record = slices_[p];
+    record.words = std::move(words[p]);
+    out.slices.push_back({record.id, record.encode(type())});
+  }
+  out.dropped_slice_ids = dropped_slice_ids_;
+  return out;
+}
+
+std::string TimeLimitedFilter::meta_record() const {
   ByteWriter w;
   w.u32(params_.k);
   w.u32(params_.l);
@@ -567,17 +581,7 @@ FilterImage TimeLimitedFilter::image(ImageScope scope) const {
   w.u64(next_slice_id_);
   w.u64(slices_.size());
   for (const BitSlice& slice : slices_) w.u64(slice.id);
-  FilterImage out;
-  out.meta = encode_record(RecordKind::kMeta, type(), 0, w.take());
-  std::vector<detail::Words> words = slice_words(scope);
-  for (std::size_t p = 0; p < slices_.size(); ++p) {
-    if (scope != ImageScope::kFull && !slices_[p].dirty) continue;
-    BitSlice record = slices_[p];
-    record.words = std::move(words[p]);
-    out.slices.push_back({record.id, record.encode(type())});
-  }
-  out.dropped_slice_ids = dropped_slice_ids_;
-  return out;
+  return encode_record(RecordKind::kMeta, type(), 0, w.take());
 }
 
 // The words of the slices an image writes (by position), gathered one segment at a time.
@@ -603,7 +607,7 @@ void TimeLimitedFilter::mark_persisted() {
   dropped_slice_ids_.clear();
 }
 
-std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const SliceViews& lookup) {
+std::unique_ptr<TimeLimitedFilter> TimeLimitedFilter::from_meta(const Record& meta, std::vector<std::uint64_t>& ids) {
   ByteReader r(meta.payload);
   std::unique_ptr<TimeLimitedFilter> f(new TimeLimitedFilter(Restored{}));
   f->params_.k = r.u32("k");
@@ -632,9 +636,15 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   if (count < f->params_.k + f->params_.l || count > kMaxSlicesOnDisk || count * 8 != r.remaining()) {
     throw FormatError("time-limited filter lists an impossible number of slices: " + std::to_string(count));
   }
-  std::vector<std::uint64_t> ids(count);
+  ids.resize(count);
   for (std::uint64_t& id : ids) id = r.u64("slice id");
   r.expect_end("time-limited filter metadata");
+  return f;
+}
+
+std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const SliceViews& lookup) {
+  std::vector<std::uint64_t> ids;
+  std::unique_ptr<TimeLimitedFilter> f = from_meta(meta, ids);
   // The slices are listed newest first; they are looked up in ascending id order, the order a store sorted
   // by id keeps them in, so that it can answer with one forward scan (SliceViews). Their words are decoded
   // into one arena (slice_memory.h) and scattered into the segment while later records are read

@@ -63,16 +63,6 @@ bool wait_until_restored(const ServiceThread& service, std::size_t partitions) {
   return false;
 }
 
-// Waits until the process's stderr holds `fragment` at least `times` times.
-bool wait_for_log(const BloomgateProcess& process, const std::string& fragment, std::size_t times) {
-  const auto deadline = Clock::now() + kWaitLimit;
-  while (occurrences(process.error_output(), fragment) < times) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
-}
-
 // ---- clean shutdown --------------------------------------------------------------------------------------
 
 TEST(Operations, AStopMidStreamAndARestartReplayNothing) {

@@ -175,6 +175,31 @@ std::string durable_yaml(const std::string& brokers, const std::string& group_id
 // within the TTL.
 std::vector<Event> kill_stream() { return repeating_stream(kKillStreamSeed, kKillEvents, kRepeatShare); }
 
+// The output of "orders" against the exact answer: with every repeat within the TTL, an event is new
+// exactly when its key is first seen.
+struct ExactCounts {
+  std::size_t exact_new = 0;             // events that are new by the exact answer
+  std::size_t lost = 0;                  // new events not forwarded
+  std::size_t duplicates_forwarded = 0;  // repeats forwarded
+  std::size_t outside = 0;               // output records naming no input offset of "orders"
+};
+
+ExactCounts against_exact_answer(const std::vector<Record>& input, const Forwarded& forwarded) {
+  ExactCounts counts;
+  std::unordered_set<std::string> seen;
+  for (const Record& record : input) {
+    const bool is_new = seen.insert(*record.key).second;
+    const bool out = forwarded.by_source.count(position_of(record)) != 0;
+    counts.exact_new += is_new ? 1 : 0;
+    counts.lost += is_new && !out ? 1 : 0;
+    counts.duplicates_forwarded += !is_new && out ? 1 : 0;
+  }
+  for (const auto& [source, times] : forwarded.by_source) {
+    counts.outside += source.topic != "orders" || source.offset < 0 ? 1U : 0U;
+  }
+  return counts;
+}
+
 TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
   const auto test_started = Clock::now();
   EmbeddedBroker broker;
@@ -217,10 +242,7 @@ TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
   std::uint64_t reconciled = 0;
   for (int run = 1; run <= kKills; ++run) {
     const std::string text = read_file(dir.path("stderr-" + (run < kKills ? std::to_string(run) : "last")));
-    for (std::size_t at = text.find("restored from the checkpoint"); at != std::string::npos;
-         at = text.find("restored from the checkpoint", at + 1)) {
-      ++restores;
-    }
+    restores += occurrences(text, "restored from the checkpoint");
     const std::string marker = " event(s) from input offset";
     for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
       const std::size_t begin = text.rfind(' ', at - 1) + 1;
@@ -228,25 +250,10 @@ TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
     }
   }
 
-  // The exact answer: with every repeat within the TTL, an event is new exactly when its key is first seen.
   const std::vector<Record> input = read_topic(broker, "orders");
   ASSERT_EQ(input.size(), events.size());
   const Forwarded forwarded = read_forwarded(broker, "orders-unique");
-  std::unordered_set<std::string> seen;
-  std::size_t exact_new = 0;
-  std::size_t lost = 0;
-  std::size_t duplicates_forwarded = 0;
-  for (const Record& record : input) {
-    const bool is_new = seen.insert(*record.key).second;
-    const bool out = forwarded.by_source.count(position_of(record)) != 0;
-    exact_new += is_new ? 1 : 0;
-    lost += is_new && !out ? 1 : 0;
-    duplicates_forwarded += !is_new && out ? 1 : 0;
-  }
-  std::size_t outside = 0;
-  for (const auto& [source, times] : forwarded.by_source) {
-    outside += source.topic != "orders" || source.offset < 0 ? 1U : 0U;
-  }
+  const auto [exact_new, lost, duplicates_forwarded, outside] = against_exact_answer(input, forwarded);
   const double false_positive_mean = static_cast<double>(exact_new) * 1e-6;
   const std::size_t lost_bound = 2;  // P(Poisson(0.14) > 2) < 4e-4
   std::cout << input.size() << " events, " << exact_new << " new by the exact answer; " << forwarded.by_source.size()
@@ -268,6 +275,70 @@ TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
   EXPECT_LT(exact_new, events.size() * 8 / 10);
   EXPECT_GE(restores, static_cast<std::size_t>(kKills - 1) * kKillPartitions) << "restarts that did not restore";
   EXPECT_GT(reconciled, 0U) << "no kill left forwarded events beyond a checkpoint: reconciliation was not exercised";
+}
+
+// Snapshots (docs/state.md, "Snapshots at a clean stop"): filters large enough to have one (400,000 keys
+// per TTL) are written whole at a SIGTERM, and the next start restores every partition from them. That
+// start is killed as soon as a checkpoint past the snapshots was committed: such a checkpoint deleted its
+// partition's snapshot, so the start after the kill restores that partition from its slice records, and
+// the counts hold against the exact answer.
+TEST(DurableState, ACleanStopsSnapshotsRestoreAndACrashAfterThemStillNeitherLosesNorDuplicates) {
+  EmbeddedBroker broker;
+  constexpr int kPartitions = 4;
+  create_topics(broker, {"orders", "orders-unique"}, kPartitions);
+  const std::vector<Event> events = repeating_stream(kKillStreamSeed + 1, 20'000, kRepeatShare);
+  const std::vector<Event> first_half(events.begin(), events.begin() + 10'000);
+  const std::vector<Event> second_half(events.begin() + 10'000, events.end());
+  const TempDir dir;
+  const std::string yaml = dir.file("bloomgate.yaml", run_config_head(broker.bootstrap_servers(), "snapshots", dir.path("state")) +
+                                                          orders_pipeline_yaml(400'000));
+  // Each run waits for its partitions (restored from a checkpoint but in the first run), then for `until`.
+  const auto run = [&](const std::string& name, const std::function<bool()>& until, int signal) {
+    BloomgateProcess bloomgate(yaml, dir.file("stdout-" + name), dir.file("stderr-" + name));
+    const bool reached = (name == "first" ? wait_for_log(bloomgate, "assigned 4 partition(s)", 1)
+                                          : wait_for_log(bloomgate, "restored from the checkpoint", kPartitions)) &&
+                         until();
+    bloomgate.signal(signal);
+    const std::optional<int> exit_code = bloomgate.wait(kWaitLimit);
+    EXPECT_TRUE(reached) << name << ":\n" << bloomgate.output();
+    EXPECT_EQ(exit_code, signal == SIGTERM ? std::optional<int>(0) : std::nullopt) << name << ":\n" << bloomgate.output();
+    return bloomgate.output();
+  };
+  const auto committed_to_end = [&] { return wait_until_committed_to_end(broker, "snapshots", "orders", std::chrono::seconds(40)); };
+
+  produce_all(broker, "orders", first_half);
+  const std::string first = run("first", committed_to_end, SIGTERM);
+  EXPECT_EQ(occurrences(first, "wrote the snapshots of 4 filter(s)"), 1U) << first;
+
+  produce_all(broker, "orders", second_half);
+  const auto checkpointed_past_the_first_half = [&] {
+    const auto deadline = Clock::now() + std::chrono::seconds(40);
+    while (total(committed_offsets(broker, "snapshots", "orders")) <= static_cast<std::int64_t>(first_half.size())) {
+      if (Clock::now() > deadline) return false;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return true;
+  };
+  const std::string second = run("second", checkpointed_past_the_first_half, SIGKILL);
+  EXPECT_EQ(occurrences(second, "from the snapshot of a clean stop"), static_cast<std::size_t>(kPartitions)) << second;
+
+  const std::string third = run("third", committed_to_end, SIGTERM);
+  EXPECT_EQ(occurrences(third, "restored from the checkpoint"), static_cast<std::size_t>(kPartitions)) << third;
+  EXPECT_GE(occurrences(third, "from its slice records"), 1U) << "no checkpoint after the snapshots:\n" << third;
+  EXPECT_EQ(occurrences(third, "snapshot was passed over"), 0U) << third;
+
+  const std::vector<Record> input = read_topic(broker, "orders");
+  ASSERT_EQ(input.size(), events.size());
+  const Forwarded forwarded = read_forwarded(broker, "orders-unique");
+  const ExactCounts counts = against_exact_answer(input, forwarded);
+  std::cout << counts.exact_new << " new by the exact answer; " << forwarded.offsets_twice() << " input offsets and "
+            << forwarded.keys_twice() << " keys forwarded twice, " << counts.lost << " new events lost, "
+            << counts.duplicates_forwarded << " duplicates forwarded" << std::endl;
+  EXPECT_EQ(counts.outside, 0U);
+  EXPECT_EQ(forwarded.offsets_twice(), 0U);
+  EXPECT_EQ(forwarded.keys_twice(), 0U);
+  EXPECT_EQ(counts.lost, 0U) << "a false positive at 1e-6 over ~14,000 keys is all but impossible";
+  EXPECT_EQ(counts.duplicates_forwarded, 0U);
 }
 
 // ---- damaged state, and a second process --------------------------------------------------------------

@@ -58,14 +58,14 @@ inline std::int64_t distinct_keys(const std::vector<Event>& events) {
 
 // The YAML of a `bloomgate run` pipeline "orders" -> "orders-unique", keyed by the message key, TTL 1h,
 // error rate 1e-6: within a test every repeat is a duplicate and a false positive is all but impossible.
-inline std::string orders_pipeline_yaml() {
+inline std::string orders_pipeline_yaml(std::uint64_t expected_per_ttl = 20'000) {
   return R"(  - name: orders
     input: [orders]
     output: orders-unique
     key: { from: message_key }
     ttl: 1h
     time: event
-    filter: { error_rate: 1e-6, expected_per_ttl: 20000 }
+    filter: { error_rate: 1e-6, expected_per_ttl: )" + std::to_string(expected_per_ttl) + R"( }
 )";
 }
 
@@ -213,6 +213,16 @@ inline std::size_t occurrences(const std::string& text, const std::string& fragm
   std::size_t n = 0;
   for (std::size_t at = text.find(fragment); at != std::string::npos; at = text.find(fragment, at + 1)) ++n;
   return n;
+}
+
+// Waits until the process's stderr holds `fragment` at least `times` times.
+inline bool wait_for_log(const BloomgateProcess& process, const std::string& fragment, std::size_t times) {
+  const auto deadline = Clock::now() + kWaitLimit;
+  while (occurrences(process.error_output(), fragment) < times) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
 }
 
 // Events found already delivered by reconciliation: the sum of "N event(s) from input offset" lines.

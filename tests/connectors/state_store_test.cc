@@ -585,6 +585,80 @@ TEST(StateStore, RestoreFilterBuildsTheSameFilterFromViewsOfTheStoredSlices) {
   EXPECT_THROW((void)store->restore_filter({"events", 6}, stored->filter_meta), filters::FormatError);
 }
 
+// 400,000 keys per TTL of 10 s for 30 s: slices of 78,720 bits, all columns of one segment, the filter a
+// clean stop snapshots (filters/src/time_limited_snapshot.cc).
+std::unique_ptr<Filter> snapshotting_filter(TimePoint& now) {
+  filters::FilterOptions o = tlbf_options();
+  o.expected_per_ttl = 400'000;
+  auto filter = filters::make_filter(o);
+  for (std::uint64_t i = 0; i < 1'200'000; ++i) {
+    now = kStart + std::chrono::microseconds(25) * static_cast<std::int64_t>(i);
+    filter->test_and_insert(key_name("s", i), now);
+  }
+  return filter;
+}
+
+bool same_records(const Filter& a, const Filter& b) { return filters::serialize(a) == filters::serialize(b); }
+
+// A clean stop writes a snapshot after its checkpoint; the next start restores from it, on disk, to the
+// same filter. The next checkpoint deletes it, so a later start restores from the slices again, and a
+// snapshot written beside another checkpoint than its own is passed over.
+TEST(StateStore, RestoresFromTheSnapshotOfItsCheckpointAndOnlyFromThat) {
+  TempDir tmp;
+  const std::string dir = tmp.path("state");
+  const PartitionId id{"events", 3};
+  TimePoint now;
+  const auto filter = snapshotting_filter(now);
+  {
+    const auto store = StateStore::open(dir);
+    checkpoint(*store, *filter, make_checkpoint(id, 1'200'000, now));
+    const auto snapshot = filter->snapshot();
+    ASSERT_TRUE(snapshot.has_value());
+    EXPECT_GT(store->write_snapshot(id, *snapshot), filters::kSnapshotBandBytes * (snapshot->bands.size() - 1));
+    store->flush();
+  }
+  std::unique_ptr<Filter> restored;
+  {
+    const auto store = StateStore::open(dir);
+    RestoreReport report;
+    restored = store->restore_filter(id, store->read(id)->filter_meta, &report);
+    EXPECT_TRUE(report.from_snapshot);
+    EXPECT_EQ(report.snapshot_ignored, "");
+    EXPECT_TRUE(same_records(*restored, *filter)) << "the snapshot restored another filter";
+    for (std::uint64_t i = 1'200'000; i < 1'210'000; ++i) {
+      now += std::chrono::microseconds(25);
+      restored->test_and_insert(key_name("s", i), now);
+    }
+    checkpoint(*store, *restored, make_checkpoint(id, 1'210'000, now));
+  }
+  const auto store = StateStore::open(dir);
+  RestoreReport report;
+  auto again = store->restore_filter(id, store->read(id)->filter_meta, &report);
+  EXPECT_FALSE(report.from_snapshot);
+  EXPECT_EQ(report.snapshot_ignored, "") << "the checkpoint deleted the snapshot";
+  EXPECT_TRUE(same_records(*again, *restored));
+
+  // Misuse: a snapshot of the filter before its last checkpoint, written after it.
+  const auto stale = filter->snapshot();
+  store->write_snapshot(id, *stale);
+  again = store->restore_filter(id, store->read(id)->filter_meta, &report);
+  EXPECT_FALSE(report.from_snapshot);
+  EXPECT_EQ(report.snapshot_ignored, "it was taken at another checkpoint");
+  EXPECT_TRUE(same_records(*again, *restored));
+
+  // drop() takes the snapshot with everything else: a new filter checkpointed there restores from its slices.
+  store->write_snapshot(id, *restored->snapshot());
+  store->drop(id);
+  EXPECT_FALSE(store->read(id).has_value());
+  const auto fresh = filters::make_filter(tlbf_options());
+  now = insert_keys(*fresh, "f", 0, 1'000, kStart, milliseconds(1));
+  checkpoint(*store, *fresh, make_checkpoint(id, 1'000, now));
+  again = store->restore_filter(id, store->read(id)->filter_meta, &report);
+  EXPECT_FALSE(report.from_snapshot);
+  EXPECT_EQ(report.snapshot_ignored, "");
+  EXPECT_TRUE(same_records(*again, *fresh));
+}
+
 // Damage in a table file reaches restore_filter() as kCorrupt, never as a filter built from it nor as a
 // FormatError (which the service would take for intact records and keep the directory): RocksDB's block
 // checksums are verified as the blocks are read. Otherwise DamagedTableFilesAreReportedAsCorrupt.

@@ -41,7 +41,8 @@
 //   "bgs1" 0x00  topic  0x00  partition (4 bytes, big-endian)  kind (1 byte)  [slice id (8 bytes, big-endian)]
 //
 //   kind 'c': the checkpoint record (below);  'm': the filter's metadata record;  's': a slice record,
-//   followed by its id. Kafka topic names never contain 0x00, so the 0x00 after the topic keeps "a" and
+//   followed by its id;  'n': the filter's snapshot header and 'p': its bands, followed by the band number
+//   (write_snapshot; format.h and filters/src/time_limited_snapshot.cc for the records). Kafka topic names never contain 0x00, so the 0x00 after the topic keeps "a" and
 //   "ab" apart, and the fixed-width partition keeps partition 1 apart from 256. Every key of a partition
 //   shares the prefix up to the kind byte; drop() deletes that range, list() skips from one partition's
 //   'c' key to the next partition.
@@ -117,6 +118,12 @@ struct StoredPartition {
 struct PartitionImage {
   PartitionCheckpoint checkpoint;
   filters::FilterImage image;
+};
+
+// How restore_filter() restored a filter.
+struct RestoreReport {
+  bool from_snapshot = false;     // from the snapshot a clean stop wrote, not from the slice records
+  std::string snapshot_ignored;   // why a stored snapshot was not used; empty when none was stored or it was
 };
 
 // What one partition's checkpoint wrote, for the checkpoint metrics.
@@ -207,7 +214,19 @@ class StateStore {
   // filter is never built from damaged bytes), kIo when a read fails, and filters::FormatError when the
   // records are intact in the store but the filter rejects them (a missing slice, a bad record checksum,
   // inconsistent fields).
-  std::unique_ptr<filters::Filter> restore_filter(const PartitionId& id, std::string_view filter_meta) const;
+  //
+  // When the partition has a snapshot (write_snapshot) taken at this metadata record, the filter comes from
+  // it instead: one read of each band, copied into place, no rebuilding of the layout. A snapshot of
+  // another checkpoint, or one the filter rejects (filters::FormatError), is passed over for the slices,
+  // and `report` says why; RocksDB damage in a band is kCorrupt as above.
+  std::unique_ptr<filters::Filter> restore_filter(const PartitionId& id, std::string_view filter_meta,
+                                                  RestoreReport* report = nullptr) const;
+
+  // Writes the partition's snapshot (filters::Filter::snapshot) in one synced batch, replacing any earlier
+  // one; returns the batch's size. Call it after the checkpoint it belongs to was written, at a clean stop:
+  // every later checkpoint of the partition deletes it, so a snapshot is only ever found beside the
+  // checkpoint it was taken at (and the filter checks that too). Throws as write_checkpoint().
+  std::uint64_t write_snapshot(const PartitionId& id, const filters::FilterSnapshot& snapshot);
 
   // Calls use(views) with views of the partition's slice records (filters::SliceViews): nullopt for a slice
   // that is not stored; kCorrupt as restore_filter(). Lifetime: the views, and each view until the lookup's
@@ -222,7 +241,8 @@ class StateStore {
   // scan and holds them until they are looked up: the lookup sees the slices as they were at its first call.
   filters::SliceLookup slices(const PartitionId& id) const;
 
-  // Removes everything stored for the partition, in one synced batch (a range delete: it reads nothing).
+  // Removes everything stored for the partition (its snapshot too), in one synced batch (a range delete: it
+  // reads nothing).
   void drop(const PartitionId& id);
 
   // The checkpoint of every stored partition, ordered by topic and partition (for `bloomgate inspect`).

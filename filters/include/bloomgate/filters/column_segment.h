@@ -64,6 +64,9 @@ class ColumnSegment {
   const RowLayout& layout() const noexcept { return layout_; }
   std::uint32_t row_reads() const noexcept { return live_ < k_ ? live_ : k_; }  // per query
   std::uint64_t* cells() noexcept { return cells_.data(); }
+  const std::uint64_t* cells() const noexcept { return cells_.data(); }
+  // The words of storage_bits(): what a snapshot of the segment holds (the padding words past them stay zero).
+  std::size_t storage_words() const noexcept { return (storage_bits() + 63) / 64; }
 
   std::uint64_t row_of(const Probes& probes, std::uint32_t hash_index) const noexcept {
     return fast_range(probes.value[hash_index], rows_);
@@ -94,6 +97,11 @@ class ColumnSegment {
   std::uint32_t push(std::uint32_t hash_index);
   // Clears and frees the oldest column.
   void pop() noexcept;
+  // Makes `column` the one the next push() takes, in a segment with no live column: a snapshot restores
+  // the ring where it was, its cells copied whole.
+  void start_ring_at(std::uint32_t column) noexcept {
+    if (live_ == 0 && column < columns_) oldest_ = column;
+  }
   std::uint32_t column_of_age(std::uint32_t age_rank) const noexcept {  // 0 = oldest live
     return static_cast<std::uint32_t>((oldest_ + age_rank) % columns_);
   }

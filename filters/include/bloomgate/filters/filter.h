@@ -73,6 +73,20 @@ struct FilterImage {
   }
 };
 
+// A filter's memory as it lies, for a restore that skips rebuilding it (docs/state.md, "Snapshots at a clean
+// stop"): a header record bound to one metadata record (kind kSnapshot) and the memory cut into bands of at
+// most kSnapshotBandBytes (kind kSnapshotBand, numbered from 0 in the envelope's slice id field), each
+// naming its header. Written beside the slice records, never instead of them: the slices stay the
+// checkpoint, and a snapshot that does not match the metadata record it is restored with is ignored.
+struct FilterSnapshot {
+  std::string header;
+  std::vector<std::string> bands;
+};
+
+// A band's words: a store reads them one band (one value) at a time, and a smaller band would mean more
+// lookups; larger ones left each read in fresh memory of malloc's (4 KiB faults per read).
+inline constexpr std::size_t kSnapshotBandBytes = 256 * 1024;
+
 // What test_and_insert_with_age answers: whether the key was present and, for a present key of a filter
 // that keeps time, how long before `now` the sighting that matched was recorded.
 struct Sighting {
@@ -141,6 +155,12 @@ class Filter {
   // Called once the records of the last image() are durable: clears the change tracking.
   virtual void mark_persisted() = 0;
 
+  // The snapshot of the filter as it is now, bound to the metadata record image() writes now, or nullopt for
+  // a filter that has none: only a time-limited filter whose slices are all columns of one segment of 2^16
+  // rows or more, the one kind whose restore from slices rebuilds a layout (transposes) rather than copying
+  // words. Does not change the filter.
+  virtual std::optional<FilterSnapshot> snapshot() const { return std::nullopt; }
+
   bool test_and_insert(std::string_view key, TimePoint now) { return test_and_insert(hash_key(key), now); }
   bool contains(std::string_view key, TimePoint now) const { return contains(hash_key(key), now); }
   Sighting test_and_insert_with_age(std::string_view key, TimePoint now) {
@@ -162,5 +182,12 @@ std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceLookup&
 // The same over views of the stored records: nothing is copied but into the filter's own memory (each
 // slice's words are copied once, straight from the view, after its checksum is verified).
 std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceViews& slices);
+
+// Rebuilds a filter from its metadata record and a snapshot (Filter::snapshot): `bands` looks the bands up
+// by number, as views with SliceViews' lifetime. Returns nullptr, having read no band, when the snapshot was
+// taken with another metadata record (the filter changed after it): the caller then restores from the
+// slices. Throws FormatError when a record is missing, corrupt or inconsistent; the slices are then still
+// the way to restore, the snapshot being only a copy.
+std::unique_ptr<Filter> restore_snapshot(std::string_view meta_record, std::string_view header, const SliceViews& bands);
 
 }  // namespace bloomgate::filters

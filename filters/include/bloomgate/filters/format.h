@@ -17,6 +17,12 @@
 //   28+n    8     XXH3-64 (seed 0) of bytes [0, 28+n)
 //
 // A whole filter serialized as one blob is its metadata record followed by its slice records.
+//
+// Snapshot records (kinds 3 and 4, filter.h's FilterSnapshot) hold a filter's memory as it lies, written at a
+// clean stop beside the slice records so the next start skips rebuilding its layout. They are optional: a
+// reader that finds none, or one that belongs to another metadata record, restores from the slices. The
+// envelope is the same; the payloads belong to the filter type (time_limited_snapshot.cc for the one type
+// that writes them).
 // Anything that does not parse, carries an unknown version, kind or type, another hash seed, or fails its
 // checksum is rejected with FormatError, never read past its end.
 #pragma once
@@ -45,7 +51,7 @@ enum class FilterType : std::uint8_t {
   kSpectral = 6,
 };
 
-enum class RecordKind : std::uint8_t { kMeta = 1, kSlice = 2 };
+enum class RecordKind : std::uint8_t { kMeta = 1, kSlice = 2, kSnapshot = 3, kSnapshotBand = 4 };
 
 class FormatError : public std::runtime_error {
  public:

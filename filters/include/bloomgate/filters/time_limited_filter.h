@@ -83,6 +83,10 @@ class TimeLimitedFilter final : public Filter {
   static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
     return restore(meta, SliceViews::of(lookup));
   }
+  // Snapshots (filter.h; the format is in time_limited_snapshot.cc).
+  std::optional<FilterSnapshot> snapshot() const override;
+  static std::unique_ptr<Filter> restore_snapshot(const Record& meta, std::string_view meta_record,
+                                                  std::string_view header_record, const SliceViews& bands);
 
   SlicedParams params() const noexcept { return params_; }
   std::size_t slice_count() const noexcept;
@@ -92,6 +96,9 @@ class TimeLimitedFilter final : public Filter {
  private:
   struct Restored {};
   explicit TimeLimitedFilter(Restored) {}
+  // The filter a metadata record describes, without slices; `ids` gets the slice ids it lists, newest first.
+  static std::unique_ptr<TimeLimitedFilter> from_meta(const Record& meta, std::vector<std::uint64_t>& ids);
+  std::string meta_record() const;
 
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
