@@ -292,12 +292,12 @@ TEST(DurableState, ACleanStopsSnapshotsRestoreAndACrashAfterThemStillNeitherLose
   const TempDir dir;
   const std::string yaml = dir.file("bloomgate.yaml", run_config_head(broker.bootstrap_servers(), "snapshots", dir.path("state")) +
                                                           orders_pipeline_yaml(400'000));
-  // Each run waits for its partitions (restored from a checkpoint but in the first run), then for `until`.
-  const auto run = [&](const std::string& name, const std::function<bool()>& until, int signal) {
+  // Each run waits until its log says `started` `times` times (its partitions assigned or restored), then
+  // for `until`, and gets `signal`.
+  const auto run = [&](const std::string& name, const std::string& started, std::size_t times,
+                       const std::function<bool()>& until, int signal) {
     BloomgateProcess bloomgate(yaml, dir.file("stdout-" + name), dir.file("stderr-" + name));
-    const bool reached = (name == "first" ? wait_for_log(bloomgate, "assigned 4 partition(s)", 1)
-                                          : wait_for_log(bloomgate, "restored from the checkpoint", kPartitions)) &&
-                         until();
+    const bool reached = wait_for_log(bloomgate, started, times) && until();
     bloomgate.signal(signal);
     const std::optional<int> exit_code = bloomgate.wait(kWaitLimit);
     EXPECT_TRUE(reached) << name << ":\n" << bloomgate.output();
@@ -307,23 +307,21 @@ TEST(DurableState, ACleanStopsSnapshotsRestoreAndACrashAfterThemStillNeitherLose
   const auto committed_to_end = [&] { return wait_until_committed_to_end(broker, "snapshots", "orders", std::chrono::seconds(40)); };
 
   produce_all(broker, "orders", first_half);
-  const std::string first = run("first", committed_to_end, SIGTERM);
+  const std::string first = run("first", "assigned 4 partition(s)", 1, committed_to_end, SIGTERM);
   EXPECT_EQ(occurrences(first, "wrote the snapshots of 4 filter(s)"), 1U) << first;
 
   produce_all(broker, "orders", second_half);
   const auto checkpointed_past_the_first_half = [&] {
-    const auto deadline = Clock::now() + std::chrono::seconds(40);
-    while (total(committed_offsets(broker, "snapshots", "orders")) <= static_cast<std::int64_t>(first_half.size())) {
-      if (Clock::now() > deadline) return false;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return true;
+    return poll_until([&] {
+      return total(committed_offsets(broker, "snapshots", "orders")) > static_cast<std::int64_t>(first_half.size());
+    }, std::chrono::seconds(40), milliseconds(20));
   };
-  const std::string second = run("second", checkpointed_past_the_first_half, SIGKILL);
+  const std::string restored = "restored from the checkpoint";
+  const std::string second = run("second", restored, kPartitions, checkpointed_past_the_first_half, SIGKILL);
   EXPECT_EQ(occurrences(second, "from the snapshot of a clean stop"), static_cast<std::size_t>(kPartitions)) << second;
 
-  const std::string third = run("third", committed_to_end, SIGTERM);
-  EXPECT_EQ(occurrences(third, "restored from the checkpoint"), static_cast<std::size_t>(kPartitions)) << third;
+  const std::string third = run("third", restored, kPartitions, committed_to_end, SIGTERM);
+  EXPECT_EQ(occurrences(third, restored), static_cast<std::size_t>(kPartitions)) << third;
   EXPECT_GE(occurrences(third, "from its slice records"), 1U) << "no checkpoint after the snapshots:\n" << third;
   EXPECT_EQ(occurrences(third, "snapshot was passed over"), 0U) << third;
 

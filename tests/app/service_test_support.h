@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -546,14 +547,20 @@ class BloomgateProcess {
   pid_t pid_ = -1;
 };
 
-// Waits until the output topic holds at least `records`; false if it does not within the limit.
-inline bool wait_for_output(const EmbeddedBroker& broker, const std::string& topic, std::int64_t records) {
-  const auto deadline = Clock::now() + kWaitLimit;
-  while (total(end_offsets(broker, topic)) < records) {
+// Asks `done` every `interval` until it says yes (true) or `limit` has passed (false): every wait of the
+// tests below is one of these.
+inline bool poll_until(const std::function<bool()>& done, Clock::duration limit, Clock::duration interval = 50ms) {
+  const auto deadline = Clock::now() + limit;
+  while (!done()) {
     if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(interval);
   }
   return true;
+}
+
+// Waits until the output topic holds at least `records`; false if it does not within the limit.
+inline bool wait_for_output(const EmbeddedBroker& broker, const std::string& topic, std::int64_t records) {
+  return poll_until([&] { return total(end_offsets(broker, topic)) >= records; }, kWaitLimit);
 }
 
 }  // namespace bloomgate::app::test_support

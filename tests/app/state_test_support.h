@@ -81,12 +81,7 @@ inline config::PipelineSettings orders_pipeline() {
 inline bool wait_until_committed_to_end(const EmbeddedBroker& broker, const std::string& group, const std::string& topic,
                                         std::chrono::seconds limit) {
   const auto end = end_offsets(broker, topic);
-  const auto deadline = Clock::now() + limit;
-  while (committed_offsets(broker, group, topic) != end) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(200ms);
-  }
-  return true;
+  return poll_until([&] { return committed_offsets(broker, group, topic) == end; }, limit, 200ms);
 }
 
 // Produces `events` to `topic` at about `per_second` on a thread of its own, while services run, stop
@@ -217,12 +212,7 @@ inline std::size_t occurrences(const std::string& text, const std::string& fragm
 
 // Waits until the process's stderr holds `fragment` at least `times` times.
 inline bool wait_for_log(const BloomgateProcess& process, const std::string& fragment, std::size_t times) {
-  const auto deadline = Clock::now() + kWaitLimit;
-  while (occurrences(process.error_output(), fragment) < times) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
+  return poll_until([&] { return occurrences(process.error_output(), fragment) >= times; }, kWaitLimit);
 }
 
 // Events found already delivered by reconciliation: the sum of "N event(s) from input offset" lines.

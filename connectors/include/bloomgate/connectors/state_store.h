@@ -42,10 +42,10 @@
 //
 //   kind 'c': the checkpoint record (below);  'm': the filter's metadata record;  's': a slice record,
 //   followed by its id;  'n': the filter's snapshot header and 'p': its bands, followed by the band number
-//   (write_snapshot; format.h and filters/src/time_limited_snapshot.cc for the records). Kafka topic names never contain 0x00, so the 0x00 after the topic keeps "a" and
-//   "ab" apart, and the fixed-width partition keeps partition 1 apart from 256. Every key of a partition
-//   shares the prefix up to the kind byte; drop() deletes that range, list() skips from one partition's
-//   'c' key to the next partition.
+//   (write_snapshot; format.h and filters/src/time_limited_snapshot.cc for the records). Kafka topic names
+//   never contain 0x00, so the 0x00 after the topic keeps "a" and "ab" apart, and the fixed-width
+//   partition keeps partition 1 apart from 256. Every key of a partition shares the prefix up to the kind
+//   byte; drop() deletes that range, list() skips from one partition's 'c' key to the next partition.
 //
 // Checkpoint record, version 1 (little-endian like format.h, 45 bytes):
 //
