@@ -46,6 +46,28 @@ void check_listen_address(const Context& ctx, const YAML::Node& node, const std:
   }
 }
 
+std::string without_role_prefix(const std::string& name) {
+  for (const std::string prefix : {kConsumerPrefix, kProducerPrefix}) {
+    if (name.starts_with(prefix)) return name.substr(prefix.size());
+  }
+  return name;
+}
+
+// The librdkafka property a `kafka.properties` name sets (its role prefix removed), refused when bloomgate
+// sets that property itself.
+std::string check_property_name(const Context& ctx, const YAML::Node& node, const std::string& key,
+                                const std::string& name) {
+  const std::string property = without_role_prefix(name);
+  if (property.empty()) fail(ctx, node, key, "names no property after its role prefix");
+  if (property == "bootstrap.servers" || property == "group.id" || property == "group.instance.id") {
+    fail(ctx, node, key, "is set by bloomgate: use kafka.brokers, kafka.group_id or kafka.instance_name");
+  }
+  if (property == "transactional.id") {
+    fail(ctx, node, key, "is set by bloomgate: use kafka.guarantee: exactly_once and kafka.instance_name");
+  }
+  return property;
+}
+
 KafkaSettings read_kafka(const Context& ctx, MapReader& root) {
   MapReader kafka(ctx, root.require("kafka"), "kafka");
   KafkaSettings out;
@@ -74,15 +96,10 @@ KafkaSettings read_kafka(const Context& ctx, MapReader& root) {
       const std::string name = entry.first.Scalar();
       const std::string key = "kafka.properties." + name;
       reader.take(name);
-      if (name == "bootstrap.servers" || name == "group.id" || name == "group.instance.id") {
-        fail(ctx, entry.first, key, "is set by bloomgate: use kafka.brokers, kafka.group_id or kafka.instance_name");
-      }
-      if (name == "transactional.id") {
-        fail(ctx, entry.first, key, "is set by bloomgate: use kafka.guarantee: exactly_once and kafka.instance_name");
-      }
+      const std::string property = check_property_name(ctx, entry.first, key, name);
       const std::string raw = detail::read_raw_string(ctx, entry.second, key);
       const bool is_reference = raw.find("${") != std::string::npos;
-      if (is_secret_property(name) && !is_reference) {
+      if (is_secret_property(property) && !is_reference) {
         fail(ctx, entry.second, key, "is a secret and must not be written inline: use ${env:NAME} or ${file:/path}");
       }
       out.properties[name] = detail::substitute_secrets(ctx, entry.second, key, raw);
@@ -319,6 +336,19 @@ bool is_secret_property(const std::string& key) {
     if (lower.find(marker) != std::string::npos) return true;
   }
   return false;
+}
+
+std::map<std::string, std::string> properties_for(const KafkaSettings& kafka, ClientRole role) {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : kafka.properties) {
+    if (without_role_prefix(name) == name) out[name] = value;
+  }
+  if (role == ClientRole::kAdmin) return out;
+  const std::string prefix = role == ClientRole::kConsumer ? kConsumerPrefix : kProducerPrefix;
+  for (const auto& [name, value] : kafka.properties) {
+    if (name.starts_with(prefix)) out[name.substr(prefix.size())] = value;
+  }
+  return out;
 }
 
 std::string transactional_id(const KafkaSettings& kafka) { return kafka.group_id + "." + kafka.instance_name; }

@@ -189,6 +189,38 @@ TEST(Config, TheGuaranteeIsAtLeastOnceUnlessExactlyOnceIsAskedFor) {
   EXPECT_NE(render_effective(config).find("guarantee: exactly_once"), std::string::npos);
 }
 
+TEST(Config, RolePrefixedPropertiesReachOnlyTheirRole) {
+  const Config c = parse("kafka:\n  brokers: k:9092\n  properties:\n    socket.timeout.ms: 30000\n"
+                         "    consumer.fetch.wait.max.ms: 50\n    consumer.socket.timeout.ms: 45000\n"
+                         "    producer.linger.ms: 20\n    producer.sasl.password: ${env:KAFKA_PASSWORD}\n" +
+                         kMinimal.substr(kMinimal.find("pipelines:")));
+  using Map = std::map<std::string, std::string>;
+  EXPECT_EQ(properties_for(c.kafka, ClientRole::kConsumer),
+            (Map{{"fetch.wait.max.ms", "50"}, {"socket.timeout.ms", "45000"}}));
+  EXPECT_EQ(properties_for(c.kafka, ClientRole::kProducer),
+            (Map{{"linger.ms", "20"}, {"sasl.password", "hunter2"}, {"socket.timeout.ms", "30000"}}));
+  EXPECT_EQ(properties_for(c.kafka, ClientRole::kAdmin), (Map{{"socket.timeout.ms", "30000"}}));
+  const std::string rendered = render_effective(c);
+  EXPECT_NE(rendered.find("consumer.fetch.wait.max.ms: 50"), std::string::npos) << rendered;
+  EXPECT_NE(rendered.find("producer.sasl.password: ${env:KAFKA_PASSWORD}"), std::string::npos) << rendered;
+  EXPECT_EQ(rendered.find("hunter2"), std::string::npos) << rendered;
+}
+
+TEST(Config, RolePrefixedPropertiesFollowTheRulesOfThePropertyTheyName) {
+  const std::string pipelines = kMinimal.substr(kMinimal.find("pipelines:"));
+  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties: {consumer.group.id: x}\n" + pipelines),
+            "bloomgate.yaml:3:16: kafka.properties.consumer.group.id: is set by bloomgate: use kafka.brokers, "
+            "kafka.group_id or kafka.instance_name");
+  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties: {producer.transactional.id: x}\n" + pipelines),
+            "bloomgate.yaml:3:16: kafka.properties.producer.transactional.id: is set by bloomgate: use "
+            "kafka.guarantee: exactly_once and kafka.instance_name");
+  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties:\n    producer.: x\n" + pipelines),
+            "bloomgate.yaml:4:5: kafka.properties.producer.: names no property after its role prefix");
+  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties:\n    producer.ssl.key.password: secret\n" + pipelines),
+            "bloomgate.yaml:4:32: kafka.properties.producer.ssl.key.password: is a secret and must not be written "
+            "inline: use ${env:NAME} or ${file:/path}");
+}
+
 TEST(Config, AnUnreadableFileIsAnError) {
   try {
     load_config("/nonexistent/bloomgate.yaml", fake_secrets());

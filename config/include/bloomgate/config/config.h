@@ -42,7 +42,9 @@ struct KafkaSettings {
   std::string instance_name;                      // optional: static membership (group.instance.id)
   Guarantee guarantee = Guarantee::kAtLeastOnce;
   std::uint32_t embedded_partitions = 4;          // brokers == embedded: partitions of each created topic
-  std::map<std::string, std::string> properties;  // passed to librdkafka as they are
+  // Passed to librdkafka as they are. A name starting with `consumer.` or `producer.` is for that client
+  // role only (properties_for), as Kafka Streams' prefixes are; the others go to every client.
+  std::map<std::string, std::string> properties;
   std::map<std::string, std::string> property_sources;  // key -> the ${...} reference it came from
 };
 
@@ -122,6 +124,19 @@ Config load_config(const std::string& path, const SecretSources& secrets = Secre
 std::string render_effective(const Config& config);
 
 bool is_secret_property(const std::string& key);
+
+// The librdkafka clients the service creates, by what their properties may hold: the group consumer and the
+// service's other readers (reconciliation, rebuild) are consumers; the producer; the admin client.
+enum class ClientRole { kConsumer, kProducer, kAdmin };
+
+inline constexpr const char* kConsumerPrefix = "consumer.";
+inline constexpr const char* kProducerPrefix = "producer.";
+
+// The properties one client role gets: every unprefixed `kafka.properties` entry, then the entries with the
+// role's prefix, the prefix removed (they win over an unprefixed entry of the same name). The admin client
+// gets the unprefixed ones only. A consumer-only property written with `consumer.` thus never reaches the
+// producer, where librdkafka would warn about it at every start.
+std::map<std::string, std::string> properties_for(const KafkaSettings& kafka, ClientRole role);
 
 // The producer's transactional.id with guarantee exactly_once: "<group_id>.<instance_name>", stable across
 // restarts of one instance (so a restarted instance fences its predecessor) and distinct between the
