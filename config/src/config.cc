@@ -367,6 +367,25 @@ SecretSources SecretSources::from_process() {
   return s;
 }
 
+namespace {
+
+std::uint32_t read_workers(const Context& ctx, MapReader& root) {
+  const YAML::Node node = root.take("workers");
+  if (!node || node.IsNull()) return kAutoWorkers;
+  if (node.IsScalar() && node.Scalar() == "auto") return kAutoWorkers;
+  if (!node.IsScalar() || node.Scalar().find_first_not_of("0123456789_") != std::string::npos) {
+    fail(ctx, node, "workers", "expected auto or a number of workers from 1 to " + std::to_string(kMaxWorkers));
+  }
+  const std::uint64_t count = detail::read_count(ctx, node, "workers");
+  if (count < 1 || count > kMaxWorkers) {
+    fail(ctx, node, "workers", "must be auto or from 1 to " + std::to_string(kMaxWorkers) + ", found " +
+                                   std::to_string(count));
+  }
+  return static_cast<std::uint32_t>(count);
+}
+
+}  // namespace
+
 Config parse_config(const std::string& yaml_text, const std::string& source, const SecretSources& secrets) {
   const Context ctx{source, &secrets};
   check_nesting(yaml_text, source);
@@ -380,6 +399,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   if (!root || root.IsNull()) throw ConfigError(source + ": the file is empty; expected kafka and pipelines");
   MapReader top(ctx, root, "");
   Config config;
+  config.workers = read_workers(ctx, top);
   config.kafka = read_kafka(ctx, top);
   config.state = read_state(ctx, top);
   config.metrics = read_metrics(ctx, top);

@@ -69,6 +69,12 @@ void emit_pipeline(YAML::Emitter& out, const PipelineSettings& p) {
 std::string render_effective(const Config& c) {
   YAML::Emitter out;
   out << YAML::BeginMap;
+  out << YAML::Key << "workers" << YAML::Value;
+  if (c.workers == kAutoWorkers) {
+    out << "auto";
+  } else {
+    out << c.workers;
+  }
   emit_kafka(out, c.kafka);
   out << YAML::Key << "state" << YAML::Value << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << c.state.dir
       << YAML::Key << "checkpoint_interval" << YAML::Value << format_duration(c.state.checkpoint_interval)

@@ -221,6 +221,22 @@ TEST(Config, RolePrefixedPropertiesFollowTheRulesOfThePropertyTheyName) {
             "inline: use ${env:NAME} or ${file:/path}");
 }
 
+TEST(Config, WorkersAreAutoUnlessCounted) {
+  EXPECT_EQ(parse(kMinimal).workers, kAutoWorkers);
+  EXPECT_EQ(parse("workers: auto\n" + kMinimal).workers, kAutoWorkers);
+  const Config two = parse("workers: 2\n" + kMinimal);
+  EXPECT_EQ(two.workers, 2U);
+  EXPECT_NE(render_effective(two).find("workers: 2\n"), std::string::npos);
+  EXPECT_NE(render_effective(parse(kMinimal)).find("workers: auto\n"), std::string::npos);
+  EXPECT_EQ(error_of("workers: 0\n" + kMinimal), "bloomgate.yaml:1:10: workers: must be auto or from 1 to 256, found 0");
+  EXPECT_EQ(error_of("workers: 1000\n" + kMinimal),
+            "bloomgate.yaml:1:10: workers: must be auto or from 1 to 256, found 1000");
+  EXPECT_EQ(error_of("workers: many\n" + kMinimal),
+            "bloomgate.yaml:1:10: workers: expected auto or a number of workers from 1 to 256");
+  EXPECT_EQ(error_of("workers: -1\n" + kMinimal),
+            "bloomgate.yaml:1:10: workers: expected auto or a number of workers from 1 to 256");
+}
+
 TEST(Config, AnUnreadableFileIsAnError) {
   try {
     load_config("/nonexistent/bloomgate.yaml", fake_secrets());

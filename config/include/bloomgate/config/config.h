@@ -98,7 +98,14 @@ struct PipelineSettings {
   FilterSettings filter;
 };
 
+// `workers`: how many consumer-group members (each a thread with its own partitions, filters and
+// checkpoints) one process runs. kAutoWorkers: one per core the process may use, at most one per input
+// partition (resolved at start; docs/deployment.md says how to size it).
+inline constexpr std::uint32_t kAutoWorkers = 0;
+inline constexpr std::uint32_t kMaxWorkers = 256;
+
 struct Config {
+  std::uint32_t workers = kAutoWorkers;
   KafkaSettings kafka;
   StateSettings state;
   MetricsSettings metrics;
