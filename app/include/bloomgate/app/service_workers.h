@@ -1,0 +1,49 @@
+// File: service_workers.h
+//
+// `workers: N`: N services in one process, each on a thread of its own and a member of the consumer group
+// with its own partitions, filters, producer and checkpoints. What they share is the process's: one state
+// store (partitions are disjoint, and a partition that moves between two workers of the process is
+// restored from the other's checkpoint like one moving between processes), one metrics endpoint (the
+// snapshot below merges theirs), one readiness answer (ready while every worker is consuming) and one
+// shutdown (the stop flag reaches all of them). A worker that fails stops the others gracefully and the
+// process exits 1 with its error: what it had not committed is consumed again by whoever owns its
+// partitions next, exactly as when a single-worker process fails.
+//
+// Group identity: worker 0 keeps kafka.instance_name; worker i > 0 is "<instance_name>.worker-<i>", so
+// static membership (group.instance.id) and, with exactly_once, the transactional.id stay distinct and
+// stable per worker across restarts with the same `workers`.
+//
+// Thread-safety: run() on one thread; snapshot() from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bloomgate/app/service.h"
+#include "bloomgate/config/config.h"
+
+namespace bloomgate::app {
+
+// The cores this process may run on: its CPU affinity, lowered by a cgroup v2 CPU quota (a container's
+// CPU limit) when one is set. At least 1.
+std::uint32_t usable_cores();
+
+// `workers: auto` resolved: one per usable core, at most one per input partition (a worker beyond that
+// would own none), at least one. A number is taken as it is.
+std::uint32_t resolve_workers(std::uint32_t configured, std::uint32_t cores, std::uint64_t input_partitions);
+
+// One snapshot of the process from its workers' snapshots: totals and histograms summed; a partition that
+// several workers have owned is one report whose counters are the sums (each event was counted by the
+// worker that consumed it) and whose gauges (offsets, filter, last durations, restored, rebuilding) come
+// from the worker that owns it now, or, when none does, from the one that got furthest in its input.
+// `running` only when every worker runs.
+ServiceSnapshot merge_snapshots(std::span<const ServiceSnapshot> snapshots);
+
+// The configuration worker `index` of `count` runs with (its instance name, above).
+config::Config worker_config(const config::Config& config, std::uint32_t index);
+
+}  // namespace bloomgate::app

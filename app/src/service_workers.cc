@@ -1,0 +1,131 @@
+#include "bloomgate/app/service_workers.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <map>
+#include <utility>
+
+namespace bloomgate::app {
+namespace {
+
+// The cgroup v2 quota of the process's own cgroup ("200000 100000" is two cores; "max" none), in cores
+// rounded up; 0 when there is none or it cannot be read.
+std::uint32_t cgroup_quota_cores() {
+  std::ifstream limit("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  std::uint64_t period = 0;
+  if (!(limit >> quota >> period) || quota == "max" || period == 0) return 0;
+  try {
+    const std::uint64_t micros = std::stoull(quota);
+    return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, (micros + period - 1) / period));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+void add(std::uint64_t& into, std::uint64_t from) { into += from; }
+
+template <std::size_t N>
+void add(std::array<std::uint64_t, N>& into, const std::array<std::uint64_t, N>& from) {
+  for (std::size_t i = 0; i < N; ++i) into[i] += from[i];
+}
+
+template <std::size_t Bounds>
+void add(BucketCounts<Bounds>& into, const BucketCounts<Bounds>& from) {
+  add(into.counts, from.counts);
+  into.sum += from.sum;
+}
+
+// Applies op(into.field, from.field) to every counter of a partition report (what only grows); the other
+// fields are gauges.
+template <typename Op>
+void for_each_counter(PartitionReport& into, const PartitionReport& from, Op op) {
+  op(into.consumed, from.consumed);
+  op(into.counters.forwarded, from.counters.forwarded);
+  op(into.counters.duplicates, from.counters.duplicates);
+  op(into.counters.dead_lettered, from.counters.dead_lettered);
+  op(into.dead_letters_by_reason, from.dead_letters_by_reason);
+  op(into.fpr_probes, from.fpr_probes);
+  op(into.fpr_probe_hits, from.fpr_probe_hits);
+  op(into.checkpoints, from.checkpoints);
+  op(into.checkpoint_bytes, from.checkpoint_bytes);
+  op(into.checkpoint_failures, from.checkpoint_failures);
+  op(into.reconciled, from.reconciled);
+  op(into.state_corruptions, from.state_corruptions);
+  op(into.restores_behind_commit, from.restores_behind_commit);
+  op(into.rebuilds, from.rebuilds);
+  op(into.rebuild_events, from.rebuild_events);
+  op(into.duplicate_ages, from.duplicate_ages);
+}
+
+// Whose gauges a merged report shows: the owner's, else the report furthest in the input.
+bool shows_gauges_over(const PartitionReport& candidate, const PartitionReport& current) {
+  if (candidate.assigned != current.assigned) return candidate.assigned;
+  return candidate.next_offset > current.next_offset;
+}
+
+PartitionReport merge_partition(const std::vector<const PartitionReport*>& reports) {
+  const PartitionReport* gauges = reports.front();
+  for (const PartitionReport* report : reports) {
+    if (shows_gauges_over(*report, *gauges)) gauges = report;
+  }
+  PartitionReport merged = *gauges;
+  for_each_counter(merged, PartitionReport{}, [](auto& into, const auto& zero) { into = zero; });
+  for (const PartitionReport* report : reports) {
+    for_each_counter(merged, *report, [](auto& into, const auto& from) { add(into, from); });
+  }
+  return merged;
+}
+
+}  // namespace
+
+std::uint32_t usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::uint32_t cores = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = static_cast<std::uint32_t>(std::max(1, CPU_COUNT(&set)));
+  if (const std::uint32_t quota = cgroup_quota_cores(); quota != 0) cores = std::min(cores, quota);
+  return cores;
+}
+
+std::uint32_t resolve_workers(std::uint32_t configured, std::uint32_t cores, std::uint64_t input_partitions) {
+  if (configured != config::kAutoWorkers) return configured;
+  const std::uint64_t workers = std::min<std::uint64_t>(cores, input_partitions);
+  return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, workers));
+}
+
+ServiceSnapshot merge_snapshots(std::span<const ServiceSnapshot> snapshots) {
+  ServiceSnapshot merged;
+  merged.running = !snapshots.empty();
+  std::map<std::pair<std::string, std::int32_t>, std::vector<const PartitionReport*>> by_partition;
+  for (const ServiceSnapshot& snapshot : snapshots) {
+    for (const PartitionReport& report : snapshot.partitions) {
+      by_partition[{report.topic, report.partition}].push_back(&report);
+    }
+    merged.consumed += snapshot.consumed;
+    merged.forwarded += snapshot.forwarded;
+    merged.duplicates += snapshot.duplicates;
+    merged.dead_lettered += snapshot.dead_lettered;
+    merged.commits += snapshot.commits;
+    merged.transactions_committed += snapshot.transactions_committed;
+    merged.transactions_aborted += snapshot.transactions_aborted;
+    merged.producer_queue += snapshot.producer_queue;
+    add(merged.processing_latency, snapshot.processing_latency);
+    merged.running = merged.running && snapshot.running;
+  }
+  for (const auto& [key, reports] : by_partition) merged.partitions.push_back(merge_partition(reports));
+  return merged;
+}
+
+config::Config worker_config(const config::Config& config, std::uint32_t index) {
+  config::Config worker = config;
+  if (index != 0 && !worker.kafka.instance_name.empty()) {
+    worker.kafka.instance_name += ".worker-" + std::to_string(index);
+  }
+  return worker;
+}
+
+}  // namespace bloomgate::app
