@@ -30,6 +30,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
+#include "bench_support.h"
 #include "json_writer.h"
 
 namespace bloomgate::bench {
@@ -52,14 +53,6 @@ struct Config {
   std::uint64_t seed = 0xb0257ULL;
   std::string json;
 };
-
-std::uint64_t mix64(std::uint64_t x) noexcept {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 filters::KeyHash key_of(const Config& c, std::uint64_t i) {
   return filters::KeyHash{mix64(i + c.seed * 0x9e3779b97f4a7c15ULL)};

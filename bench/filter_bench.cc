@@ -40,6 +40,7 @@
 #include "bloomgate/filters/hash.h"
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
+#include "bench_support.h"
 #include "exact_ttl_set.h"
 #include "json_writer.h"
 #include "k_line_bloom.h"
@@ -97,15 +98,6 @@ constexpr double kNewFraction = 0.7;
 constexpr double kRepeatReach = 0.9;  // repeats reach back this fraction of a TTL's new keys
 constexpr std::int64_t kEventSpacingNs = 1000;
 constexpr std::int64_t kStartNs = 1'700'000'000'000'000'000;  // late 2023, as nanoseconds since the epoch
-
-std::uint64_t mix64(std::uint64_t x) noexcept {  // splitmix64's finalizer, a bijection
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 
 struct Event {
   std::uint64_t key;
@@ -288,13 +280,6 @@ std::uint64_t block_events(const KeyStream& stream, const StreamPlan& plan, cons
 std::uint64_t fpr_probe_count(double rate, const Config& config) {
   const auto minimum = static_cast<std::uint64_t>(std::ceil(10.0 / rate));
   return std::max(minimum, config.min_fpr_probes);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const std::size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
 }
 
 // Times `repetitions` consecutive blocks of the stream. Each block is generated into arrays first, so the

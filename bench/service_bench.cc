@@ -59,6 +59,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
+#include "bench_support.h"
 #include "json_writer.h"
 #include "progress_plugin.h"
 
@@ -147,14 +148,6 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-double median(std::vector<double> values) {
-  std::erase_if(values, [](double v) { return std::isnan(v); });
-  if (values.empty()) return kNaN;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
-
 // The 1-minute load average, as text ("?" when unknown).
 std::string load_average() {
   FILE* file = std::fopen("/proc/loadavg", "r");
@@ -173,13 +166,6 @@ std::string grouped(std::uint64_t number) {
     text += digits[i];
   }
   return text;
-}
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31U);
 }
 
 // FNV-1a then a finalizer: the partition of a key. Deliberately not the filters' hash, so a partition's

@@ -45,6 +45,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
+#include "bench_support.h"
 #include "json_writer.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for posix_spawn
@@ -82,24 +83,9 @@ struct Config {
   double target = 2.0;
 };
 
-std::uint64_t mix64(std::uint64_t x) noexcept {  // splitmix64's finalizer: distinct inputs, distinct keys
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 std::uint64_t key_of(const Config& c, std::uint64_t i) { return mix64(i + c.seed * 0x9e3779b97f4a7c15ULL); }
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const std::size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
 
 double ratio(double a, double b) { return std::isfinite(a) && std::isfinite(b) && b > 0 ? a / b : kNaN; }
 

@@ -310,7 +310,7 @@ class Service::Impl {
   connectors::StateStoreOptions store_options() const {
     connectors::StateStoreOptions options;
     options.log = rocksdb_log();
-    options.env = options_.state_env;
+    options.environment = options_.state_environment;
     return options;
   }
 

@@ -77,9 +77,9 @@ TEST(CheckpointWriter, GroupsSplitWhereTheImagesReachTheGroupSizeAndAllAreWritte
 TEST(CheckpointWriter, AFullDiskFailsItsGroupsWithTheStoresErrorAndTheNextJobWrites) {
   const TemporaryDirectory dir("checkpoint-writer");
   const auto full = std::make_shared<std::atomic<bool>>(false);
-  const std::unique_ptr<rocksdb::Env> env = bloomgate::testing::full_disk_env(full, /*report_free_space=*/false);
+  const auto env = bloomgate::testing::full_disk_env(full, /*report_free_space=*/false);
   connectors::StateStoreOptions options;
-  options.env = env.get();
+  options.environment = env.get();
   const auto store = StateStore::open(dir.path("state"), options);
   CheckpointWriter writer(1);  // a group per image
 

@@ -115,8 +115,8 @@ TEST(DurableState, CheckpointsThatFailOnAFullDiskAreWrittenWholeOnceThereIsRoom)
   const config::Config config = service_config(broker, "full-disk", {long_ttl_pipeline("events", "events-unique")});
   const std::int64_t start = past_start_ms();
   const auto full = std::make_shared<std::atomic<bool>>(false);
-  const std::unique_ptr<rocksdb::Env> env = bloomgate::testing::full_disk_env(full, /*report_free_space=*/false);
-  const auto on_that_disk = [&](ServiceOptions& options) { options.state_env = env.get(); };
+  const auto env = bloomgate::testing::full_disk_env(full, /*report_free_space=*/false);
+  const auto on_that_disk = [&](ServiceOptions& options) { options.state_environment = env.get(); };
   {
     ServiceThread service(config, broker, on_that_disk);
     produce_all(broker, "events", keyed_events(numbered_keys("before", 0, 200), start));

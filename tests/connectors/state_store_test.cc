@@ -784,14 +784,14 @@ TEST_P(FullDisk, FailsTheCheckpointAndKeepsThePreviousOne) {
   TempDir tmp;
   const std::string dir = tmp.path("state");
   const auto full = std::make_shared<std::atomic<bool>>(false);
-  const std::unique_ptr<rocksdb::Env> env = bloomgate::testing::full_disk_env(full, report_free_space);
+  const auto env = bloomgate::testing::full_disk_env(full, report_free_space);
   const PartitionId id{"events", 2};
   const auto filter = filters::make_filter(tlbf_options());
   TimePoint now = insert_keys(*filter, "d", 0, 2'000, kStart, milliseconds(1));
   std::string last_blob;
   {
     StateStoreOptions options;
-    options.env = env.get();
+    options.environment = env.get();
     const auto store = StateStore::open(dir, options);
     checkpoint(*store, *filter, make_checkpoint(id, 1, now));
     const std::string first_blob = filters::serialize(*filter);
@@ -836,12 +836,12 @@ TEST_P(FullDisk, OnTheFirstWriteOfAWalTheNextCheckpointStillSucceeds) {
   TempDir tmp;
   const std::string dir = tmp.path("state");
   const auto full = std::make_shared<std::atomic<bool>>(false);
-  const std::unique_ptr<rocksdb::Env> env = bloomgate::testing::full_disk_env(full, report_free_space);
+  const auto env = bloomgate::testing::full_disk_env(full, report_free_space);
   const PartitionId id{"events", 4};
   const auto filter = filters::make_filter(tlbf_options());
   const TimePoint now = insert_keys(*filter, "f", 0, 1'000, kStart, milliseconds(1));
   StateStoreOptions options;
-  options.env = env.get();
+  options.environment = env.get();
   const auto store = StateStore::open(dir, options);
   full->store(true);
   EXPECT_THROW(store->write_checkpoint(make_checkpoint(id, 1, now), filter->image(ImageScope::kFull)),

@@ -1,7 +1,7 @@
 // File: full_disk_file_system.h
 //
 // A RocksDB file system for tests that need a checkpoint write to fail the way a full disk fails it. The
-// state store's tests and the service's (through ServiceOptions::state_env) share it.
+// state store's tests and the service's (through ServiceOptions::state_environment) share it.
 #pragma once
 
 #include <rocksdb/env.h>
@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <utility>
+
+#include "bloomgate/connectors/state_environment.h"
 
 namespace bloomgate::testing {
 
@@ -90,9 +92,11 @@ class FullDiskFileSystem : public rocksdb::FileSystemWrapper {
   bool report_free_space_;
 };
 
-// An Env over it, for StateStoreOptions::env and ServiceOptions::state_env.
-inline std::unique_ptr<rocksdb::Env> full_disk_env(std::shared_ptr<std::atomic<bool>> full, bool report_free_space) {
-  return rocksdb::NewCompositeEnv(std::make_shared<FullDiskFileSystem>(std::move(full), report_free_space));
+// An environment over it, for StateStoreOptions::environment and ServiceOptions::state_environment.
+inline std::unique_ptr<connectors::StateEnvironment> full_disk_env(std::shared_ptr<std::atomic<bool>> full,
+                                                                  bool report_free_space) {
+  return std::make_unique<connectors::StateEnvironment>(
+      std::make_shared<FullDiskFileSystem>(std::move(full), report_free_space));
 }
 
 }  // namespace bloomgate::testing

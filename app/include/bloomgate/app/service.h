@@ -72,9 +72,9 @@
 #include "bloomgate/connectors/client_hooks.h"
 #include "bloomgate/filters/filter.h"
 
-namespace rocksdb {
-class Env;
-}  // namespace rocksdb
+namespace bloomgate::connectors {
+class StateEnvironment;  // connectors/state: state_environment.h
+}  // namespace bloomgate::connectors
 
 namespace bloomgate::app {
 
@@ -194,8 +194,8 @@ struct ServiceOptions {
   // On the service thread when an assignment starts, after the not-ready snapshot is published and before
   // any partition is restored (tests look at /readyz from here).
   std::function<void()> on_restore;
-  // The state store's RocksDB environment; nullptr is the local file system. Tests inject faults with it.
-  rocksdb::Env* state_env = nullptr;
+  // The file system of the state store; nullptr is the local one. Tests inject faults with it.
+  const connectors::StateEnvironment* state_environment = nullptr;
 };
 
 struct RunResult {

@@ -81,11 +81,9 @@
 
 #include "bloomgate/filters/filter.h"
 
-namespace rocksdb {
-class Env;
-}  // namespace rocksdb
-
 namespace bloomgate::connectors {
+
+class StateEnvironment;  // state_environment.h
 
 struct PartitionId {
   std::string topic;
@@ -155,9 +153,9 @@ const char* to_string(StateStoreError::Kind kind) noexcept;
 using StateStoreLog = std::function<void(std::string_view level, std::string_view message)>;
 
 struct StateStoreOptions {
-  // The RocksDB environment to run on; nullptr is RocksDB's default (the local file system). Tests pass
-  // a fault-injecting one; it must outlive the StateStore. Only a forward declaration is needed here.
-  rocksdb::Env* env = nullptr;
+  // The file system to keep the files on; nullptr is the local one. Tests pass a fault-injecting one
+  // (state_environment.h); it must outlive the StateStore.
+  const StateEnvironment* environment = nullptr;
   // Where RocksDB's log goes; empty: stderr. Never to a LOG file in the state directory: Debian's
   // librocksdb 7.8 is built with assertions on, and its file logger aborts the process on the first
   // log line after a failed write to a full disk (WritableFileWriter's `sync_without_flush_called_`).

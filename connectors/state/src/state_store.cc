@@ -24,6 +24,7 @@
 #include <string_view>
 #include <utility>
 
+#include "bloomgate/connectors/state_environment.h"
 #include "bloomgate/filters/format.h"
 
 namespace bloomgate::connectors {
@@ -236,6 +237,10 @@ class ForwardingLogger final : public rocksdb::Logger {
 
 std::string to_string(const PartitionId& id) { return id.topic + "-" + std::to_string(id.partition); }
 
+StateEnvironment::StateEnvironment(std::shared_ptr<rocksdb::FileSystem> file_system)
+    : env_(rocksdb::NewCompositeEnv(std::move(file_system))) {}
+StateEnvironment::~StateEnvironment() = default;
+
 StateStoreError::StateStoreError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
 
 const char* to_string(StateStoreError::Kind kind) noexcept {
@@ -304,7 +309,7 @@ rocksdb::Options database_options(const StateStoreOptions& options) {
   db_options.compression = rocksdb::kNoCompression;
   db_options.info_log = std::make_shared<ForwardingLogger>(options.log);
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  if (options.env != nullptr) db_options.env = options.env;
+  if (options.environment != nullptr) db_options.env = options.environment->env();
   // A store holds few table files, and RocksDB's default of 16 threads to open them at DB::Open started
   // threads for nothing: StateStore::open, cold, median of 12 fresh-process restores of state_bench's
   // store, alternated: 5.6 ms with one thread against 6.4 with 16.

@@ -1,0 +1,37 @@
+// File: bench/bench_support.h
+//
+// Helpers every benchmark shares: the median of repeated measurements and splitmix64's 64-bit mix
+// (generated keys and partitions).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace bloomgate::bench {
+
+// The median of the values that are numbers (NaN entries, a repetition without a figure, are left out);
+// NaN when none is.
+inline double median(std::vector<double> values) {
+  std::erase_if(values, [](double v) { return std::isnan(v); });
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+// splitmix64's finalizer: a bijection of 64-bit words, so distinct inputs give distinct keys.
+inline std::uint64_t mix64(std::uint64_t x) noexcept {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// splitmix64's output for the state x: the finalizer of x plus its increment.
+inline std::uint64_t splitmix64(std::uint64_t x) noexcept { return mix64(x + 0x9e3779b97f4a7c15ULL); }
+
+}  // namespace bloomgate::bench
