@@ -536,6 +536,43 @@ TEST(StateStore, DamagedTableFilesAreReportedAsCorrupt) {
   }
 }
 
+// A store shared by several threads (the service's workers) is quarantined in place: the other threads'
+// calls wait for it and then go to the new, empty database; what was written before went aside with the
+// directory, and the count tells every user so.
+TEST(StateStore, AQuarantineInPlaceMovesTheStateAsideForEveryThreadUsingTheStore) {
+  TempDir tmp;
+  const std::string dir = tmp.path("state");
+  const auto store = StateStore::open(dir);
+  const auto filter = filters::make_filter(tlbf_options());
+  const TimePoint now = insert_keys(*filter, "q", 0, 1'000, kStart, milliseconds(1));
+  const FilterImage image = filter->image(ImageScope::kFull);
+  const PartitionId before{"events", 0};
+  store->write_checkpoint(make_checkpoint(before, 1'000, now), image);
+  EXPECT_EQ(store->quarantines(), 0U);
+
+  std::atomic<bool> quarantined{false};
+  std::int64_t last_offset = 0;
+  std::thread writer([&] {  // keeps writing partition 1 through the quarantine, and 5 times after it
+    for (int after = 0; after < 5; ++last_offset) {
+      store->write_checkpoint(make_checkpoint(PartitionId{"events", 1}, last_offset + 1, now), image);
+      if (quarantined.load()) ++after;
+    }
+  });
+  const std::string moved = store->quarantine_and_reopen();
+  quarantined.store(true);
+  writer.join();
+
+  EXPECT_EQ(store->quarantines(), 1U);
+  EXPECT_EQ(moved.rfind(dir + ".corrupt-", 0), 0U) << moved;
+  EXPECT_TRUE(fs::is_directory(moved));
+  EXPECT_FALSE(store->read(before).has_value()) << "the state written before went aside";
+  const auto last = store->read(PartitionId{"events", 1});
+  ASSERT_TRUE(last.has_value()) << "writes after the quarantine go to the new database";
+  EXPECT_EQ(last->checkpoint.next_offset, last_offset);
+  store->write_checkpoint(make_checkpoint(before, 2'000, now), image);
+  EXPECT_EQ(store->read(before)->checkpoint.next_offset, 2'000);
+}
+
 // restore_filter(), the restore path: views of RocksDB's blocks instead of copies, one forward scan. The
 // same filter as the copying slices(); with_slices() answers any lookup order, and nothing for a slice
 // that is not stored.

@@ -380,6 +380,7 @@ struct StateStore::Impl {
   std::unique_ptr<rocksdb::DB> db;  // read-only or null while a reopen fails; see write()
   // Set when a write failed, cleared when the database is open for writing again.
   std::atomic<bool> reopen_before_write{false};
+  std::atomic<std::uint64_t> quarantines{0};  // quarantine_and_reopen() calls so far
   // Partitions whose stored snapshot a restore found: their next checkpoint deletes its bands too.
   std::mutex snapshots_mutex;
   std::set<PartitionId> snapshots_found;
@@ -539,6 +540,25 @@ std::string StateStore::quarantine(const std::string& dir) {
   }
   return free_target;
 }
+
+std::string StateStore::quarantine_and_reopen() {
+  std::unique_lock exclusive(impl_->mutex);
+  if (impl_->db) {
+    impl_->db->Close().PermitUncheckedError();  // the directory is going aside: what it still reports is moot
+    impl_->db.reset();
+  }
+  const std::string moved = quarantine(impl_->dir);
+  impl_->quarantines.fetch_add(1);
+  {
+    const std::lock_guard lock(impl_->snapshots_mutex);
+    impl_->snapshots_found.clear();
+  }
+  impl_->db = open_database(impl_->db_options, impl_->dir);
+  impl_->reopen_before_write.store(false);
+  return moved;
+}
+
+std::uint64_t StateStore::quarantines() const noexcept { return impl_->quarantines.load(); }
 
 namespace {
 

@@ -252,6 +252,16 @@ class StateStore {
   // no such directory.
   static std::string quarantine(const std::string& dir);
 
+  // The quarantine of an open store, for every thread using it at once: waits for the calls in progress,
+  // closes the database, moves the directory aside (as quarantine(dir)) and opens an empty database in its
+  // place, which every later call uses. Returns where the damaged directory went. Throws as quarantine() and
+  // open(). Every call counts in quarantines().
+  std::string quarantine_and_reopen();
+
+  // How many times quarantine_and_reopen() has run on this store: a user that remembers the count learns
+  // when the state it had written went aside with the directory (its next checkpoint must write whole).
+  std::uint64_t quarantines() const noexcept;
+
   // Writes the memtables to table files and waits. Not needed for durability (the WAL has every
   // checkpoint); tests use it to put the data in .sst files.
   void flush();
