@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -65,12 +66,38 @@ enum class KeySource { kMessageKey, kJson, kHeader, kValue };
 enum class TimeSource { kEvent, kProcessing };
 enum class OutputPartitioning { kSameAsInput, kByKey };
 
+// One source of key bytes (`key.parts[i]`), with its optional normalisation. Both normalisations are
+// ASCII-only: trim drops leading and trailing space, \t, \n, \v, \f and \r; lowercase maps A-Z to a-z and
+// leaves every other byte, UTF-8 sequences included, as it is (docs/decisions/key-normalisation-ascii.md).
+struct KeyPart {
+  KeySource from = KeySource::kMessageKey;
+  std::string pointer;     // json: an RFC 6901 JSON pointer, "/order_id"
+  std::string header;      // header: the header's name
+  bool trim = false;
+  bool lowercase = false;
+};
+
+// A key of several parts is encoded as 4 bytes of length (unsigned, little-endian) before each part's
+// bytes, so max_key_bytes must leave room for those prefixes; see app/include/bloomgate/app/key_extractor.h.
+inline constexpr std::size_t kMaxKeyParts = 16;
+inline constexpr std::size_t kKeyPartPrefixBytes = 4;
+
+// `key:` is either one source (from, pointer or name, trim, lowercase) or `parts:`, a list of sources.
 struct KeySettings {
   KeySource from = KeySource::kMessageKey;
   std::string pointer;       // json: an RFC 6901 JSON pointer, "/order_id"
   std::string header;        // header: the header's name
-  bool empty_is_error = true;  // an empty key goes to the dead-letter topic
+  bool empty_is_error = true;  // an empty key (with parts: an empty part) goes to the dead-letter topic
+  bool trim = false;           // the one source's normalisation, as in KeyPart
+  bool lowercase = false;
+  std::vector<KeyPart> parts;  // `key.parts`; when not empty, from, pointer, header, trim and lowercase are unused
 };
+
+// The parts a key is made of: `parts`, or the one source as a single part.
+std::vector<KeyPart> key_parts(const KeySettings& key);
+
+// "json /order_id", "header region", "message_key", "value": how errors and dead letters name a part.
+std::string describe(const KeyPart& part);
 
 struct FilterSettings {
   std::string type = "time_limited";  // time_limited | age_partitioned | continuous | scalable | bloom
