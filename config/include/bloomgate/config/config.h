@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bloomgate::config {
@@ -84,6 +85,11 @@ inline constexpr std::size_t kKeyPartPrefixBytes = 4;
 
 // `key:` is either one source (from, pointer or name, trim, lowercase) or `parts:`, a list of sources.
 struct KeySettings {
+  KeySettings() = default;
+  // One source without normalisation, as code and tests spell it: {KeySource::kJson, "/id", "", true}.
+  KeySettings(KeySource source, std::string json_pointer, std::string header_name, bool empty_key_is_error)
+      : from(source), pointer(std::move(json_pointer)), header(std::move(header_name)), empty_is_error(empty_key_is_error) {}
+
   KeySource from = KeySource::kMessageKey;
   std::string pointer;       // json: an RFC 6901 JSON pointer, "/order_id"
   std::string header;        // header: the header's name
