@@ -1,15 +1,18 @@
 # Sanitizers are an INTERFACE target too: the asan preset switches on AddressSanitizer with
-# UndefinedBehaviorSanitizer, the tsan preset ThreadSanitizer (they cannot be combined).
+# UndefinedBehaviorSanitizer (gcc), the fuzz preset the same with libFuzzer's coverage (clang), the tsan
+# preset ThreadSanitizer (which cannot be combined with the others).
 option(BLOOMGATE_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(BLOOMGATE_FUZZ "Build the libFuzzer targets in fuzz/ (needs clang); libraries get coverage for them" OFF)
 option(BLOOMGATE_TSAN "Build with ThreadSanitizer" OFF)
-if(BLOOMGATE_SANITIZE AND BLOOMGATE_TSAN)
-  message(FATAL_ERROR "BLOOMGATE_SANITIZE and BLOOMGATE_TSAN cannot be combined")
+if((BLOOMGATE_SANITIZE OR BLOOMGATE_FUZZ) AND BLOOMGATE_TSAN)
+  message(FATAL_ERROR "BLOOMGATE_TSAN cannot be combined with BLOOMGATE_SANITIZE or BLOOMGATE_FUZZ")
 endif()
 add_library(bloomgate_sanitizers INTERFACE)
 add_library(bloomgate::sanitizers ALIAS bloomgate_sanitizers)
-if(BLOOMGATE_SANITIZE)
+if(BLOOMGATE_SANITIZE OR BLOOMGATE_FUZZ)
   target_compile_options(bloomgate_sanitizers INTERFACE
-    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+    $<$<BOOL:${BLOOMGATE_FUZZ}>:-fsanitize=fuzzer-no-link>)
   target_link_options(bloomgate_sanitizers INTERFACE -fsanitize=address,undefined)
 endif()
 if(BLOOMGATE_TSAN)
@@ -17,7 +20,7 @@ if(BLOOMGATE_TSAN)
   target_link_options(bloomgate_sanitizers INTERFACE -fsanitize=thread)
 endif()
 # A sanitizer brings its own allocator: executables then do without jemalloc.
-if(BLOOMGATE_SANITIZE OR BLOOMGATE_TSAN)
+if(BLOOMGATE_SANITIZE OR BLOOMGATE_FUZZ OR BLOOMGATE_TSAN)
   set(BLOOMGATE_SANITIZER_ALLOCATOR ON)
 else()
   set(BLOOMGATE_SANITIZER_ALLOCATOR OFF)

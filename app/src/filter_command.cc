@@ -1,10 +1,14 @@
 #include "bloomgate/app/filter_command.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <istream>
 #include <ostream>
 #include <string>
+#include <vector>
+
+#include "bloomgate/app/key_extractor.h"
 
 namespace bloomgate::app {
 namespace {
@@ -28,6 +32,49 @@ std::string parse_timestamped(std::string_view line, ParsedLine& parsed) {
   return {};
 }
 
+// The key of a record made of fields: the chosen fields, split at `delimiter`. `fields` and `key` are
+// reused from line to line; the returned view is into `record` (one field) or `key` (several).
+class FieldKey {
+ public:
+  explicit FieldKey(const FilterCommandOptions& options) : wanted_(options.fields), delimiter_(options.delimiter) {
+    for (std::size_t field : wanted_) highest_ = std::max(highest_, field);
+  }
+
+  // Returns an error message when the record has too few fields.
+  std::string key_of(std::string_view record, std::string_view& key) {
+    split(record);
+    if (fields_.size() < highest_) {
+      return "has " + std::to_string(fields_.size()) + " field" + (fields_.size() == 1 ? "" : "s") +
+             ", --fields needs " + std::to_string(highest_);
+    }
+    if (wanted_.size() == 1) {
+      key = fields_[wanted_.front() - 1];
+      return {};
+    }
+    key_.clear();
+    for (std::size_t field : wanted_) append_key_part(key_, fields_[field - 1]);
+    key = key_;
+    return {};
+  }
+
+ private:
+  void split(std::string_view record) {
+    fields_.clear();
+    while (true) {
+      const std::size_t end = record.find(delimiter_);
+      fields_.push_back(record.substr(0, end));
+      if (end == std::string_view::npos) return;
+      record.remove_prefix(end + 1);
+    }
+  }
+
+  std::vector<std::size_t> wanted_;
+  char delimiter_;
+  std::size_t highest_ = 0;
+  std::vector<std::string_view> fields_;
+  std::string key_;
+};
+
 std::string json_number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -42,18 +89,19 @@ FilterCommandResult run_filter_command(const FilterCommandOptions& options, std:
   FilterCommandResult result;
   std::string line;
   filters::TimePoint last_time{};
+  FieldKey field_key(options);
   while (std::getline(in, line)) {
     ++result.lines;
     ParsedLine parsed{line, {}};
-    if (options.timestamps) {
-      if (const std::string error = parse_timestamped(line, parsed); !error.empty()) {
-        ++result.malformed;
-        err << "line " << result.lines << ": " << error << ", skipped\n";
-        continue;
-      }
-    } else {
-      parsed.time = clock();
+    std::string error;
+    if (options.timestamps) error = parse_timestamped(line, parsed);
+    if (error.empty() && !options.fields.empty()) error = field_key.key_of(parsed.key, parsed.key);
+    if (!error.empty()) {
+      ++result.malformed;
+      err << "line " << result.lines << ": " << error << ", skipped\n";
+      continue;
     }
+    if (!options.timestamps) parsed.time = clock();
     last_time = parsed.time;
     if (filter->test_and_insert(parsed.key, parsed.time)) {
       ++result.duplicates;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -43,6 +44,32 @@ std::string missing_field_message(std::string_view pointer, simdjson::error_code
   }
 }
 
+bool is_ascii_whitespace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+std::string_view trim_ascii(std::string_view bytes) {
+  while (!bytes.empty() && is_ascii_whitespace(bytes.front())) bytes.remove_prefix(1);
+  while (!bytes.empty() && is_ascii_whitespace(bytes.back())) bytes.remove_suffix(1);
+  return bytes;
+}
+
+bool has_ascii_upper(std::string_view bytes) {
+  return std::any_of(bytes.begin(), bytes.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
+// A-Z to a-z in the last `count` bytes of `text`; every other byte is left as it is.
+void lowercase_last(std::string& text, std::size_t count) {
+  for (std::size_t i = text.size() - count; i < text.size(); ++i) {
+    if (text[i] >= 'A' && text[i] <= 'Z') text[i] = static_cast<char>(text[i] - 'A' + 'a');
+  }
+}
+
+// "key part 2 of 3 (json /event_id): " before what went wrong, so the dead letter says which part it was.
+Rejection about_part(Rejection rejection, std::size_t index, std::size_t count, const config::KeyPart& part) {
+  rejection.message = "key part " + std::to_string(index + 1) + " of " + std::to_string(count) + " (" +
+                      config::describe(part) + "): " + rejection.message;
+  return rejection;
+}
+
 }  // namespace
 
 std::string_view reason_name(RejectionReason reason) noexcept {
@@ -61,24 +88,36 @@ std::string_view reason_name(RejectionReason reason) noexcept {
 
 // The parser keeps its tape and string buffers between documents, and `padded_value` is the value copied
 // with the SIMDJSON_PADDING bytes that simdjson may read past the end; both grow to the largest value seen
-// and are then reused, so a steady stream of events costs no allocation for parsing.
+// and are then reused, so a steady stream of events costs no allocation for parsing. `document` is the
+// current event's value once a JSON part has parsed it, so several JSON parts of one event share one parse.
 struct KeyExtractor::JsonParser {
   simdjson::dom::parser parser;
   std::vector<char> padded_value;
+  simdjson::dom::element document;
+  bool parsed = false;  // reset by every extract()
 };
 
 KeyExtractor::KeyExtractor(const config::KeySettings& settings, std::uint64_t max_key_bytes,
                            std::uint64_t max_value_bytes)
-    : settings_(settings), max_key_bytes_(max_key_bytes), max_value_bytes_(max_value_bytes) {
-  if (settings_.from == config::KeySource::kJson) {
-    if (!is_json_pointer(settings_.pointer)) {
-      throw std::invalid_argument("\"" + settings_.pointer +
+    : parts_(config::key_parts(settings)),
+      empty_is_error_(settings.empty_is_error),
+      max_key_bytes_(max_key_bytes),
+      max_value_bytes_(max_value_bytes) {
+  if (parts_.size() > config::kMaxKeyParts) {
+    throw std::invalid_argument("a key has at most " + std::to_string(config::kMaxKeyParts) + " parts");
+  }
+  if (parts_.size() > 1 && max_key_bytes_ > std::numeric_limits<std::uint32_t>::max()) {
+    throw std::invalid_argument("max_key_bytes must be at most 4294967295 for a key of parts");
+  }
+  for (const config::KeyPart& part : parts_) {
+    if (part.from == config::KeySource::kJson && !is_json_pointer(part.pointer)) {
+      throw std::invalid_argument("\"" + part.pointer +
                                   "\" is not an RFC 6901 JSON pointer: it starts with / and escapes ~ as ~0, / as ~1");
     }
-    json_ = std::make_unique<JsonParser>();
-  }
-  if (settings_.from == config::KeySource::kHeader && settings_.header.empty()) {
-    throw std::invalid_argument("a key taken from a header needs the header's name");
+    if (part.from == config::KeySource::kJson && !json_) json_ = std::make_unique<JsonParser>();
+    if (part.from == config::KeySource::kHeader && part.header.empty()) {
+      throw std::invalid_argument("a key taken from a header needs the header's name");
+    }
   }
 }
 
@@ -90,70 +129,113 @@ ExtractionResult KeyExtractor::extract(const EventView& event) {
   if (event.value.size() > max_value_bytes_) {
     return Rejection{RejectionReason::kValueTooLarge, too_large_message("value", event.value.size(), max_value_bytes_)};
   }
-  ExtractionResult result = key_from_source(event);
-  if (result.has_key()) {
-    if (std::optional<Rejection> violation = key_size_violation(result.key().bytes().size())) return std::move(*violation);
-  }
-  return result;
+  if (json_) json_->parsed = false;
+  return parts_.size() == 1 ? single_part_key(event) : encoded_parts_key(event);
 }
 
-ExtractionResult KeyExtractor::key_from_source(const EventView& event) {
-  switch (settings_.from) {
+// The part's bytes as they are, or normalised: trimming narrows the view; lowercasing copies into
+// key_buffer_ only when there is an upper-case letter to change.
+ExtractionResult KeyExtractor::single_part_key(const EventView& event) {
+  const config::KeyPart& part = parts_.front();
+  std::string_view bytes;
+  if (std::optional<Rejection> rejection = read_part(part, event, bytes)) return std::move(*rejection);
+  if (part.trim) bytes = trim_ascii(bytes);
+  if (part.lowercase && has_ascii_upper(bytes)) {
+    key_buffer_.assign(bytes);
+    lowercase_last(key_buffer_, bytes.size());
+    bytes = key_buffer_;
+  }
+  if (std::optional<Rejection> violation = key_size_violation(bytes.size())) return std::move(*violation);
+  return ExtractedKey::viewing(bytes);
+}
+
+// Each part is appended to key_buffer_ and normalised there, so a part is copied once, into the key.
+ExtractionResult KeyExtractor::encoded_parts_key(const EventView& event) {
+  key_buffer_.clear();
+  for (std::size_t i = 0; i < parts_.size(); ++i) {
+    const config::KeyPart& part = parts_[i];
+    std::string_view bytes;
+    if (std::optional<Rejection> rejection = read_part(part, event, bytes)) {
+      return about_part(std::move(*rejection), i, parts_.size(), part);
+    }
+    if (part.trim) bytes = trim_ascii(bytes);
+    if (bytes.empty() && empty_is_error_) {
+      return about_part(Rejection{RejectionReason::kEmptyKey, "the part is empty, and empty keys are configured as errors"},
+                        i, parts_.size(), part);
+    }
+    const std::uint64_t size = key_buffer_.size() + config::kKeyPartPrefixBytes + bytes.size();
+    if (size > max_key_bytes_) {
+      return about_part(Rejection{RejectionReason::kKeyTooLarge,
+                                  "with this part the key is at least " + std::to_string(size) +
+                                      " bytes (length prefixes included), over the limit of " + std::to_string(max_key_bytes_)},
+                        i, parts_.size(), part);
+    }
+    append_key_part(key_buffer_, bytes);
+    if (part.lowercase) lowercase_last(key_buffer_, bytes.size());
+  }
+  return ExtractedKey::viewing(key_buffer_);
+}
+
+std::optional<Rejection> KeyExtractor::read_part(const config::KeyPart& part, const EventView& event,
+                                                 std::string_view& bytes) {
+  switch (part.from) {
     case config::KeySource::kMessageKey:
       if (!event.key) return Rejection{RejectionReason::kMissingMessageKey, "the record's key is null"};
-      return ExtractedKey::viewing(*event.key);
-    case config::KeySource::kValue: return ExtractedKey::viewing(event.value);
+      bytes = *event.key;
+      return std::nullopt;
+    case config::KeySource::kValue: bytes = event.value; return std::nullopt;
     case config::KeySource::kHeader: {
       // Kafka allows a name to repeat; the last one wins, as in librdkafka's rd_kafka_header_get_last().
       const auto last = std::find_if(event.headers.rbegin(), event.headers.rend(),
-                                     [&](const EventHeader& h) { return h.name == settings_.header; });
+                                     [&](const EventHeader& h) { return h.name == part.header; });
       if (last == event.headers.rend()) {
-        return Rejection{RejectionReason::kMissingHeader, "no header named \"" + settings_.header + "\""};
+        return Rejection{RejectionReason::kMissingHeader, "no header named \"" + part.header + "\""};
       }
-      if (!last->value) {
-        return Rejection{RejectionReason::kMissingHeader, "the header \"" + settings_.header + "\" is null"};
-      }
-      return ExtractedKey::viewing(*last->value);
+      if (!last->value) return Rejection{RejectionReason::kMissingHeader, "the header \"" + part.header + "\" is null"};
+      bytes = *last->value;
+      return std::nullopt;
     }
-    case config::KeySource::kJson: return json_key(event.value);
+    case config::KeySource::kJson: return read_json_field(part, event.value, bytes);
   }
   throw std::logic_error("unknown key source");
 }
 
-ExtractionResult KeyExtractor::json_key(std::string_view value) {
+std::optional<Rejection> KeyExtractor::read_json_field(const config::KeyPart& part, std::string_view value,
+                                                       std::string_view& bytes) {
   if (value.empty()) return Rejection{RejectionReason::kMalformedJson, "the value is empty, which is not JSON"};
-
-  std::vector<char>& buffer = json_->padded_value;
-  if (buffer.size() < value.size() + simdjson::SIMDJSON_PADDING) buffer.resize(value.size() + simdjson::SIMDJSON_PADDING);
-  std::memcpy(buffer.data(), value.data(), value.size());
-
-  simdjson::dom::element document;
-  if (const auto error = json_->parser.parse(buffer.data(), value.size(), false).get(document)) {
-    return Rejection{RejectionReason::kMalformedJson,
-                     std::string("the value is not valid JSON: ") + simdjson::error_message(error)};
+  if (!json_->parsed) {
+    std::vector<char>& buffer = json_->padded_value;
+    if (buffer.size() < value.size() + simdjson::SIMDJSON_PADDING) buffer.resize(value.size() + simdjson::SIMDJSON_PADDING);
+    std::memcpy(buffer.data(), value.data(), value.size());
+    if (const auto error = json_->parser.parse(buffer.data(), value.size(), false).get(json_->document)) {
+      return Rejection{RejectionReason::kMalformedJson,
+                       std::string("the value is not valid JSON: ") + simdjson::error_message(error)};
+    }
+    json_->parsed = true;
   }
   simdjson::dom::element field;
-  if (const auto error = document.at_pointer(settings_.pointer).get(field)) {
-    return Rejection{RejectionReason::kMissingField, missing_field_message(settings_.pointer, error)};
+  if (const auto error = json_->document.at_pointer(part.pointer).get(field)) {
+    return Rejection{RejectionReason::kMissingField, missing_field_message(part.pointer, error)};
   }
   switch (field.type()) {
-    case simdjson::dom::element_type::STRING: {
+    case simdjson::dom::element_type::STRING:
       // The unescaped bytes live in the parser until the next extract(): a view, not a copy per event.
-      std::string_view text;
-      if (const auto error = field.get_string().get(text)) {  // cannot fail for a STRING element
+      if (const auto error = field.get_string().get(bytes)) {  // cannot fail for a STRING element
         return Rejection{RejectionReason::kMalformedJson, simdjson::error_message(error)};
       }
-      return ExtractedKey::viewing(text);
-    }
+      return std::nullopt;
     case simdjson::dom::element_type::INT64:
     case simdjson::dom::element_type::UINT64:
     case simdjson::dom::element_type::DOUBLE:
-    case simdjson::dom::element_type::BOOL: return ExtractedKey::owning(simdjson::to_string(field));
+    case simdjson::dom::element_type::BOOL:
+      rendered_ = simdjson::to_string(field);
+      bytes = rendered_;
+      return std::nullopt;
     case simdjson::dom::element_type::NULL_VALUE:
-      return Rejection{RejectionReason::kMissingField, "the field at JSON pointer " + settings_.pointer + " is null"};
+      return Rejection{RejectionReason::kMissingField, "the field at JSON pointer " + part.pointer + " is null"};
     case simdjson::dom::element_type::ARRAY:
     case simdjson::dom::element_type::OBJECT:
-      return Rejection{RejectionReason::kNotAScalar, "JSON pointer " + settings_.pointer +
+      return Rejection{RejectionReason::kNotAScalar, "JSON pointer " + part.pointer +
                                                          " names an object or an array; a key must be a "
                                                          "string, number or boolean"};
   }
@@ -161,13 +243,25 @@ ExtractionResult KeyExtractor::json_key(std::string_view value) {
 }
 
 std::optional<Rejection> KeyExtractor::key_size_violation(std::size_t key_size) const {
-  if (key_size == 0 && settings_.empty_is_error) {
+  if (key_size == 0 && empty_is_error_) {
     return Rejection{RejectionReason::kEmptyKey, "the key is empty, and empty keys are configured as errors"};
   }
   if (key_size > max_key_bytes_) {
     return Rejection{RejectionReason::kKeyTooLarge, too_large_message("key", key_size, max_key_bytes_)};
   }
   return std::nullopt;
+}
+
+void append_key_part(std::string& key, std::string_view part) {
+  std::uint32_t length = static_cast<std::uint32_t>(part.size());
+  for (std::size_t i = 0; i < config::kKeyPartPrefixBytes; ++i, length >>= 8U) key.push_back(static_cast<char>(length & 0xFFU));
+  key.append(part);
+}
+
+bool key_reads_headers(const config::KeySettings& settings) {
+  const auto from_header = [](const config::KeyPart& part) { return part.from == config::KeySource::kHeader; };
+  if (settings.parts.empty()) return settings.from == config::KeySource::kHeader;
+  return std::any_of(settings.parts.begin(), settings.parts.end(), from_header);
 }
 
 }  // namespace bloomgate::app

@@ -45,6 +45,23 @@ void add_filter_command(CLI::App& app, FilterCommandOptions& options, std::strin
   cmd->add_flag("--refresh-on-duplicate", options.filter.refresh_on_duplicate,
                 "A duplicate extends its key's lifetime");
   cmd->add_flag("--timestamps", options.timestamps, "Lines are EPOCH_MILLIS<TAB>KEY instead of KEY");
+  cmd->add_option("--fields", options.fields,
+                  "KEY is a TSV/CSV record keyed by these fields, numbered from 1, e.g. 1,3 (default: the whole KEY)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option_function<std::string>(
+         "--delimiter",
+         [&options](const std::string& text) {
+           if (text == "\\t" || text == "tab") {
+             options.delimiter = '\t';
+           } else if (text.size() == 1) {
+             options.delimiter = text[0];
+           } else {
+             throw CLI::ValidationError("--delimiter", "expected one character, \\t or tab, found \"" + text + "\"");
+           }
+         },
+         "Between the fields of KEY: one character, or \\t or tab")
+      ->default_str("tab");
   cmd->add_flag("--stats", options.stats, "Print one JSON object of filter statistics to stderr at the end");
 }
 

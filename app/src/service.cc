@@ -116,7 +116,7 @@ class FprProbe {
 EventView event_of(const connectors::ConsumedMessage& message, const config::PipelineSettings& pipeline,
                    std::vector<connectors::HeaderView>& storage) {
   storage.clear();
-  if (pipeline.key.from == config::KeySource::kHeader) storage = message.headers();
+  if (key_reads_headers(pipeline.key)) storage = message.headers();
   return {message.key(), message.value().value_or(std::string_view{}), storage};
 }
 

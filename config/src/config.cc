@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -152,23 +153,78 @@ MetricsSettings read_metrics(const Context& ctx, MapReader& root) {
   return out;
 }
 
+// The fields of one key source, shared by the one-source form of `key` and each entry of `key.parts`.
+KeyPart read_key_source(const Context& ctx, MapReader& reader) {
+  KeyPart out;
+  const YAML::Node from = reader.require("from");
+  out.from = static_cast<KeySource>(
+      detail::read_choice(ctx, from, reader.path_of("from"), {"message_key", "json", "header", "value"}));
+  if (out.from == KeySource::kJson) {
+    const YAML::Node pointer = reader.require("pointer");
+    out.pointer = detail::read_string(ctx, pointer, reader.path_of("pointer"));
+    if (out.pointer.empty() || out.pointer[0] != '/') {
+      fail(ctx, pointer, reader.path_of("pointer"), "a JSON pointer starts with /, like /order_id");
+    }
+  }
+  if (out.from == KeySource::kHeader) {
+    const YAML::Node name = reader.require("name");
+    out.header = detail::read_string(ctx, name, reader.path_of("name"));
+    if (out.header.empty()) fail(ctx, name, reader.path_of("name"), "a header name must not be empty");
+  }
+  if (const YAML::Node n = reader.take("trim")) out.trim = detail::read_bool(ctx, n, reader.path_of("trim"));
+  if (const YAML::Node n = reader.take("lowercase")) out.lowercase = detail::read_bool(ctx, n, reader.path_of("lowercase"));
+  return out;
+}
+
+std::vector<KeyPart> read_key_parts(const Context& ctx, const YAML::Node& list, const std::string& path) {
+  if (!list.IsSequence() || list.size() == 0) {
+    fail(ctx, list, path, "expected a list of at least one part, like [{from: json, pointer: /id}]");
+  }
+  if (list.size() > kMaxKeyParts) {
+    fail(ctx, list, path, std::to_string(list.size()) + " parts, over the limit of " + std::to_string(kMaxKeyParts));
+  }
+  std::vector<KeyPart> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    MapReader part(ctx, list[i], path + "[" + std::to_string(i) + "]");
+    out.push_back(read_key_source(ctx, part));
+    part.finish();
+  }
+  return out;
+}
+
 KeySettings read_key(const Context& ctx, const YAML::Node& node, const std::string& path) {
   MapReader key(ctx, node, path);
   KeySettings out;
-  const YAML::Node from = key.require("from");
-  out.from = static_cast<KeySource>(
-      detail::read_choice(ctx, from, key.path_of("from"), {"message_key", "json", "header", "value"}));
-  if (out.from == KeySource::kJson) {
-    const YAML::Node pointer = key.require("pointer");
-    out.pointer = detail::read_string(ctx, pointer, key.path_of("pointer"));
-    if (out.pointer.empty() || out.pointer[0] != '/') {
-      fail(ctx, pointer, key.path_of("pointer"), "a JSON pointer starts with /, like /order_id");
-    }
+  if (key.has("parts")) {
+    if (const YAML::Node from = key.take("from")) fail(ctx, from, key.path_of("from"), "a key has either from or parts, not both");
+    out.parts = read_key_parts(ctx, key.take("parts"), key.path_of("parts"));
+  } else {
+    const KeyPart source = read_key_source(ctx, key);
+    out.from = source.from;
+    out.pointer = source.pointer;
+    out.header = source.header;
+    out.trim = source.trim;
+    out.lowercase = source.lowercase;
   }
-  if (out.from == KeySource::kHeader) out.header = detail::read_string(ctx, key.require("name"), key.path_of("name"));
   if (const YAML::Node n = key.take("empty_is_error")) out.empty_is_error = detail::read_bool(ctx, n, key.path_of("empty_is_error"));
   key.finish();
   return out;
+}
+
+// A key of two or more parts spends kKeyPartPrefixBytes per part before any content, and each part's length
+// must fit in its prefix.
+void check_room_for_key_parts(const Context& ctx, const YAML::Node& at, const std::string& key, const PipelineSettings& p) {
+  const std::size_t parts = p.key.parts.size();
+  if (parts < 2) return;
+  const std::uint64_t least = parts * kKeyPartPrefixBytes + 1;
+  if (p.max_key_bytes < least) {
+    fail(ctx, at, key, std::to_string(p.max_key_bytes) + " cannot hold a key of " + std::to_string(parts) +
+                           " parts, whose encoding spends " + std::to_string(kKeyPartPrefixBytes) +
+                           " bytes of length per part: must be at least " + std::to_string(least));
+  }
+  if (p.max_key_bytes > std::numeric_limits<std::uint32_t>::max()) {
+    fail(ctx, at, key, "must be at most 4294967295 for a key of parts, whose lengths are written in 4 bytes");
+  }
 }
 
 FilterSettings read_filter(const Context& ctx, const YAML::Node& node, const std::string& path) {
@@ -249,7 +305,9 @@ PipelineSettings read_pipeline(const Context& ctx, const YAML::Node& node, const
     out.output_partitioning = static_cast<OutputPartitioning>(
         detail::read_choice(ctx, n, p.path_of("output_partitioning"), {"same_as_input", "by_key"}));
   }
-  if (const YAML::Node n = p.take("max_key_bytes")) out.max_key_bytes = detail::read_count(ctx, n, p.path_of("max_key_bytes"));
+  const YAML::Node max_key_bytes = p.take("max_key_bytes");
+  if (max_key_bytes) out.max_key_bytes = detail::read_count(ctx, max_key_bytes, p.path_of("max_key_bytes"));
+  check_room_for_key_parts(ctx, max_key_bytes ? max_key_bytes : p.node()["key"], p.path_of("max_key_bytes"), out);
   if (const YAML::Node n = p.take("max_value_bytes")) {
     out.max_value_bytes = detail::read_count(ctx, n, p.path_of("max_value_bytes"));
   }
@@ -349,6 +407,21 @@ std::map<std::string, std::string> properties_for(const KafkaSettings& kafka, Cl
     if (name.starts_with(prefix)) out[name.substr(prefix.size())] = value;
   }
   return out;
+}
+
+std::vector<KeyPart> key_parts(const KeySettings& key) {
+  if (!key.parts.empty()) return key.parts;
+  return {KeyPart{key.from, key.pointer, key.header, key.trim, key.lowercase}};
+}
+
+std::string describe(const KeyPart& part) {
+  switch (part.from) {
+    case KeySource::kMessageKey: return "message_key";
+    case KeySource::kJson: return "json " + part.pointer;
+    case KeySource::kHeader: return "header " + part.header;
+    case KeySource::kValue: return "value";
+  }
+  return "unknown source";
 }
 
 std::string transactional_id(const KafkaSettings& kafka) { return kafka.group_id + "." + kafka.instance_name; }

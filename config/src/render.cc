@@ -36,6 +36,33 @@ void emit_kafka(YAML::Emitter& out, const KafkaSettings& k) {
   out << YAML::EndMap << YAML::EndMap;
 }
 
+// The fields of one source; normalisations only when asked for.
+void emit_key_source(YAML::Emitter& out, const KeyPart& part) {
+  out << YAML::Key << "from" << YAML::Value << name_of(part.from);
+  if (part.from == KeySource::kJson) out << YAML::Key << "pointer" << YAML::Value << part.pointer;
+  if (part.from == KeySource::kHeader) out << YAML::Key << "name" << YAML::Value << part.header;
+  if (part.trim) out << YAML::Key << "trim" << YAML::Value << true;
+  if (part.lowercase) out << YAML::Key << "lowercase" << YAML::Value << true;
+}
+
+// One source on one line; a key of parts as one line per part, in the order they are encoded.
+void emit_key(YAML::Emitter& out, const KeySettings& key) {
+  out << YAML::Key << "key" << YAML::Value;
+  if (key.parts.empty()) {
+    out << YAML::Flow << YAML::BeginMap;
+    emit_key_source(out, key_parts(key).front());
+  } else {
+    out << YAML::BeginMap << YAML::Key << "parts" << YAML::Value << YAML::BeginSeq;
+    for (const KeyPart& part : key.parts) {
+      out << YAML::Flow << YAML::BeginMap;
+      emit_key_source(out, part);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  out << YAML::Key << "empty_is_error" << YAML::Value << key.empty_is_error << YAML::EndMap;
+}
+
 void emit_pipeline(YAML::Emitter& out, const PipelineSettings& p) {
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << p.name;
@@ -43,11 +70,7 @@ void emit_pipeline(YAML::Emitter& out, const PipelineSettings& p) {
   out << YAML::Key << "output" << YAML::Value << p.output;
   if (!p.duplicates.empty()) out << YAML::Key << "duplicates" << YAML::Value << p.duplicates;
   if (!p.dead_letter.empty()) out << YAML::Key << "dead_letter" << YAML::Value << p.dead_letter;
-  out << YAML::Key << "key" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "from" << YAML::Value
-      << name_of(p.key.from);
-  if (p.key.from == KeySource::kJson) out << YAML::Key << "pointer" << YAML::Value << p.key.pointer;
-  if (p.key.from == KeySource::kHeader) out << YAML::Key << "name" << YAML::Value << p.key.header;
-  out << YAML::Key << "empty_is_error" << YAML::Value << p.key.empty_is_error << YAML::EndMap;
+  emit_key(out, p.key);
   out << YAML::Key << "ttl" << YAML::Value << format_duration(p.ttl);
   out << YAML::Key << "time" << YAML::Value << (p.time == TimeSource::kEvent ? "event" : "processing");
   out << YAML::Key << "refresh_on_duplicate" << YAML::Value << p.refresh_on_duplicate;

@@ -42,6 +42,14 @@ for type in time_limited age_partitioned continuous scalable bloom spectral; do
   out=$(printf 'k1\nk2\nk1\n' | "$bin" filter --type "$type" 2>&1); check "--type $type" $'k1\nk2' "$out"
 done
 
+out=$(printf 't1\tx\te1\nt1\ty\te1\nt2\tx\te1\n' | "$bin" filter --fields 1,3); check "--fields keys by columns 1 and 3" $'t1\tx\te1\nt2\tx\te1' "$out"
+out=$(printf 'a,1\nb,1\na,2\n' | "$bin" filter --fields 2 --delimiter ,); check "--delimiter , reads CSV" $'a,1\na,2' "$out"
+err=$(printf 'a,b\n' | "$bin" filter --fields 3 --delimiter , 2>&1 >/dev/null); check "too few fields exits 1" 1 $?
+check "too few fields is reported" "line 1: has 2 fields, --fields needs 3, skipped" "$err"
+"$bin" filter --fields 0 </dev/null >/dev/null 2>&1; check "--fields 0 refused" 2 $?
+err=$("$bin" filter --delimiter ab </dev/null 2>&1); check "--delimiter of two characters refused" 2 $?
+check "--delimiter message" '--delimiter: expected one character, \t or tab, found "ab"' "$(head -1 <<<"$err")"
+
 here=$(cd "$(dirname "$0")" && pwd)
 example="$here/../../config/examples/bloomgate.yaml"
 out=$("$bin" validate --config "$example"); check "validate accepts the example" 0 $?
@@ -52,6 +60,8 @@ check "validate names the line" "bloomgate: invalid configuration: /tmp/bloomgat
 secret=$(KAFKA_PASSWORD=hunter2 "$bin" validate --config <(printf 'kafka:\n  brokers: k:9092\n  properties: {sasl.password: "${env:KAFKA_PASSWORD}"}\npipelines:\n  - {name: a, input: [x], output: y, key: {from: value}, ttl: 1m}\n'))
 check "validate never prints a secret" 0 "$(grep -c hunter2 <<<"$secret")"
 check "validate shows where a secret comes from" '    sasl.password: ${env:KAFKA_PASSWORD}' "$(grep sasl.password <<<"$secret")"
+parts=$("$bin" validate --config <(printf 'kafka: {brokers: k:9092}\npipelines:\n  - name: a\n    input: x\n    output: y\n    ttl: 1m\n    key:\n      parts:\n        - {from: json, pointer: /tenant, lowercase: true}\n        - {from: header, name: region}\n'))
+check "validate prints the key parts" $'    key:\n      parts:\n        - {from: json, pointer: /tenant, lowercase: true}\n        - {from: header, name: region}\n      empty_is_error: true' "$(grep -A4 '^    key:' <<<"$parts")"
 
 rm -f /tmp/bloomgate-cli-err.$$ /tmp/bloomgate-cli-bad.$$.yaml
 echo "cli checks: $((checks - failures)) of $checks passed"

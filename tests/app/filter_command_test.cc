@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <vector>
 
 namespace bloomgate::app {
 namespace {
@@ -82,6 +83,47 @@ TEST(FilterCommand, StatsAreOneJsonObject) {
   }
   EXPECT_EQ(r.err.back(), '\n');
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+FilterCommandOptions keyed_by_fields(std::vector<std::size_t> fields, char delimiter = '\t') {
+  FilterCommandOptions o = options_with(std::chrono::seconds(90), false);
+  o.fields = std::move(fields);
+  o.delimiter = delimiter;
+  return o;
+}
+
+TEST(FilterCommandFields, TheChosenColumnsAreTheKeyAndLinesAreWrittenWhole) {
+  const CommandOutput r = run("t1\tx\te1\nt1\ty\te1\nt2\tx\te1\nt1\tz\te2\n", keyed_by_fields({1, 3}));
+  EXPECT_EQ(r.out, "t1\tx\te1\nt2\tx\te1\nt1\tz\te2\n") << "(t1, e1) is seen twice; column 2 is not part of the key";
+  EXPECT_EQ(r.result.duplicates, 1U);
+}
+
+TEST(FilterCommandFields, CsvWithAChosenDelimiterAndOneField) {
+  const CommandOutput r = run("a,1\nb,1\na,2\n", keyed_by_fields({2}, ','));
+  EXPECT_EQ(r.out, "a,1\na,2\n");
+}
+
+// Joined with the delimiter, ("a", "b,c") and ("a,b", "c") would be one key; a field with the delimiter in
+// it cannot occur (it splits), but empty fields and the order of fields can make naive joins collide too.
+TEST(FilterCommandFields, SeveralFieldsAreEncodedNotJoined) {
+  const CommandOutput r = run("ab,,c\na,b,c\n,ab,c\n", keyed_by_fields({1, 2}, ','));
+  EXPECT_EQ(r.out, "ab,,c\na,b,c\n,ab,c\n") << "(ab, ''), (a, b) and ('', ab) are three keys";
+  const CommandOutput reordered = run("x,y\ny,x\n", keyed_by_fields({2, 1}, ','));
+  EXPECT_EQ(reordered.out, "x,y\ny,x\n");
+}
+
+TEST(FilterCommandFields, LinesWithTooFewFieldsAreReportedAndSkipped) {
+  const CommandOutput r = run("a\tb\tc\na\tb\n\na\tb\tc\n", keyed_by_fields({3, 1}));
+  EXPECT_EQ(r.out, "a\tb\tc\n");
+  EXPECT_EQ(r.result.malformed, 2U);
+  EXPECT_EQ(r.err, "line 2: has 2 fields, --fields needs 3, skipped\nline 3: has 1 field, --fields needs 3, skipped\n");
+}
+
+TEST(FilterCommandFields, WithTimestampsTheFieldsAreThoseAfterTheTimestamp) {
+  FilterCommandOptions o = keyed_by_fields({2});
+  o.timestamps = true;
+  const CommandOutput r = run("1000\tx\tk\n2000\ty\tk\n200000\tz\tk\n", o);
+  EXPECT_EQ(r.out, "1000\tx\tk\n200000\tz\tk\n") << "the second field after the timestamp is the key, k; 90 s TTL";
 }
 
 }  // namespace

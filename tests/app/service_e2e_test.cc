@@ -18,6 +18,8 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>  // after rdkafka.h
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -40,6 +42,7 @@ using std::chrono::milliseconds;
 constexpr std::uint64_t kClicksSeed = 1001;
 constexpr std::uint64_t kOrdersSeed = 2002;
 constexpr std::uint64_t kDuplicatesSeed = 3003;
+constexpr std::uint64_t kKeyPartsSeed = 4004;
 
 // Event timestamps start in the past: the event clock caps a timestamp beyond processing time + 1 min.
 std::int64_t past_start_ms() {
@@ -443,6 +446,77 @@ TEST(ServiceEndToEnd, DeadLettersUnkeyableEventsWithTheReasonAndTheSource) {
   }
   EXPECT_EQ(reasons, (std::vector<std::string>{"malformed_json", "missing_field", "empty_key", "key_too_large",
                                                "value_too_large"}));
+}
+
+// A key of parts: (tenant, event_id) from the JSON value and the region header. Stream key n is the tuple
+// (tenant n % 5, event n / 10, region (n / 5) % 2), so every part is needed to tell two keys apart. The
+// tenant is written in varying case and padding, which the part's trim and lowercase make one key; the
+// value carries the event's position, so no other field could stand in for the key.
+config::KeySettings tenant_event_region_key() {
+  config::KeySettings key;
+  key.parts = {{config::KeySource::kJson, "/tenant", "", true, true},
+               {config::KeySource::kJson, "/event/id", "", false, false},
+               {config::KeySource::kHeader, "", "region", false, false}};
+  return key;
+}
+
+TEST(ServiceEndToEnd, DeduplicatesByAKeyOfTwoJsonFieldsAndAHeader) {
+  EmbeddedBroker broker;
+  create_topics(broker, {"events", "events-unique"}, 4);
+  config::PipelineSettings events = pipeline("events", "events", "events-unique", 4s);
+  events.key = tenant_event_region_key();
+  events.filter.error_rate = 0.01;
+  events.filter.expected_per_ttl = 80;
+  const auto stream = generate_sightings({kKeyPartsSeed, 2500, 15ms, 4s, fade_out(events)});
+  const std::vector<std::string> tenant_spellings{"Tenant-", "tenant-", " TENANT-", "tenant-"};
+  std::vector<Event> produced;
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    const long n = std::stol(stream[i].key) - 100'000;
+    const std::string tenant = tenant_spellings[i % tenant_spellings.size()] + std::to_string(n % 5) + (i % 3 == 0 ? "  " : "");
+    const std::string value = R"({"tenant":")" + tenant + R"(","event":{"id":)" + std::to_string(n / 10) +
+                              R"(,"position":)" + std::to_string(i) + "}}";
+    std::vector<Header> headers = original_headers(i);
+    headers.emplace_back("region", (n / 5) % 2 == 0 ? "eu" : "us");
+    produced.push_back({stream[i].key, value, headers, stream[i].timestamp_ms});
+  }
+  produce_all(broker, "events", produced);
+
+  run_until_consumed(broker, service_config(broker, "key-parts", {events}), produced.size());
+  // The exact answer's key: the same three parts, normalised the same way, taken from the record.
+  expect_pipeline_matches_exact(broker, events, [](const Record& record) {
+    std::string tenant = json_value_of(record, "\"tenant\":");
+    std::erase(tenant, ' ');
+    std::erase(tenant, '"');
+    std::transform(tenant.begin(), tenant.end(), tenant.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return tenant + "|" + json_value_of(record, "\"id\":") + "|" + record.header("region").value_or("?");
+  });
+}
+
+TEST(ServiceEndToEnd, DeadLettersAnEventMissingAKeyPartNamingThePart) {
+  EmbeddedBroker broker;
+  create_topics(broker, {"visits", "visits-unique", "visits-dlq"}, 1);
+  config::PipelineSettings visits = pipeline("visits", "visits", "visits-unique", 1h);
+  visits.dead_letter = "visits-dlq";
+  visits.key = tenant_event_region_key();
+  const std::vector<Event> events{
+      keyed("m0", R"({"tenant":"a","event":{"id":1}})", {{"region", "eu"}}),
+      keyed("m1", R"({"tenant":"a","event":{"id":1}})", {{"region", "us"}}),  // another region: new
+      keyed("m2", R"({"tenant":"a","event":{}})", {{"region", "eu"}}),       // no event id
+      keyed("m3", R"({"tenant":"A ","event":{"id":1}})", {{"region", "eu"}}), // m0 again, once normalised
+      keyed("m4", R"({"tenant":"a","event":{"id":2}})", {}),                 // no region header
+  };
+  produce_all(broker, "visits", events);
+
+  run_until_consumed(broker, service_config(broker, "key-part-dead-letters", {visits}), events.size());
+  EXPECT_EQ(forwarded_offsets(broker, "visits", "visits-unique"), (std::vector<std::int64_t>{0, 1}));
+  std::vector<std::string> dead;
+  for (const Record& record : read_topic(broker, "visits-dlq")) {
+    dead.push_back(std::to_string(source_of(record).offset) + " " + record.header(headers::kReason).value_or("?") + ": " +
+                   record.header(headers::kError).value_or("?"));
+  }
+  EXPECT_EQ(dead, (std::vector<std::string>{
+                      "2 missing_field: key part 2 of 3 (json /event/id): no field at JSON pointer /event/id",
+                      "4 missing_header: key part 3 of 3 (header region): no header named \"region\""}));
 }
 
 TEST(ServiceEndToEnd, StopsWithoutLosingAnUnkeyableEventWhenThereIsNoDeadLetterTopic) {

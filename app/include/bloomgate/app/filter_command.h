@@ -2,13 +2,18 @@
 //
 // `bloomgate filter`: the filters on a user's own data, like `uniq` with a time window. Each input line
 // is KEY (stamped with the processing time) or, with timestamps, EPOCH_MILLIS<TAB>KEY; a line is written
-// out unchanged when its key is new within the TTL. Malformed lines are reported on the error stream with
-// their line number and skipped.
+// out unchanged when its key is new within the TTL. With `fields`, KEY is a TSV or CSV record instead and
+// its key is the chosen fields (1-based, split at every `delimiter`; no quoting): one field is the key as
+// it is, several are encoded as a key of parts is (append_key_part(), key_extractor.h), so ("a,b", "c") and
+// ("a", "b,c") stay different keys. Malformed lines (a bad timestamp, too few fields) are reported on the
+// error stream with their line number and skipped.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
@@ -19,6 +24,8 @@ struct FilterCommandOptions {
   filters::FilterOptions filter;
   bool timestamps = false;  // lines are EPOCH_MILLIS<TAB>KEY
   bool stats = false;       // print one JSON object of statistics on the error stream at the end
+  std::vector<std::size_t> fields;  // 1-based field numbers making up the key; empty: the whole KEY
+  char delimiter = '\t';           // between the fields of KEY
 };
 
 struct FilterCommandResult {

@@ -1,19 +1,36 @@
 // File: key_extractor.h
 //
-// Derives the deduplication key of one event, as configured by `key.from`: the message key, a field of a
-// JSON value picked by an RFC 6901 pointer, a header, or the whole value. An event that cannot be keyed
-// is not an error of the service but of the event: extract() returns a Rejection whose reason goes into
-// the dead-letter record's `bloomgate.reason` header, and the pipeline carries on with the next event.
+// Derives the deduplication key of one event, as configured by `key`: one source (the message key, a field
+// of a JSON value picked by an RFC 6901 pointer, a header, or the whole value) or `parts`, several of them.
+// An event that cannot be keyed is not an error of the service but of the event: extract() returns a
+// Rejection whose reason goes into the dead-letter record's `bloomgate.reason` header, and the pipeline
+// carries on with the next event.
 //
 // Rules, in the order they are applied:
 //   1. value_too_large: the value is longer than max_value_bytes (checked first, for every key source,
 //      so an oversized event is never parsed and never forwarded, whatever the key comes from).
-//   2. the key is taken from its source; an absent source is missing_message_key (null Kafka key),
-//      missing_header (no such header, or a header with a null value) or, for JSON, missing_field.
-//   3. empty_key: the key is zero bytes long and `empty_is_error` is set (otherwise "" is a key).
-//   4. key_too_large: the key is longer than max_key_bytes.
+//   2. each part is taken from its source, in order; an absent source is missing_message_key (null Kafka
+//      key), missing_header (no such header, or a header with a null value) or, for JSON, missing_field.
+//   3. the part is normalised as configured: `trim` drops leading and trailing ASCII whitespace (space,
+//      \t, \n, \v, \f, \r), `lowercase` maps A-Z to a-z. Both are ASCII-only: every other byte, UTF-8
+//      sequences included, is kept as it is, so "ÄBC" lowercases to "Äbc" (the Debian libraries the
+//      project builds on offer no Unicode case mapping that does not depend on the process locale).
+//   4. empty_key: the (normalised) part is zero bytes long and `empty_is_error` is set.
+//   5. key_too_large: the key (for several parts: as encoded below) is longer than max_key_bytes.
+// With several parts the first failing part decides, and the rejection's message starts with the part
+// it is about: "key part 2 of 3 (json /event_id): no field at JSON pointer /event_id".
 //
-// JSON (simdjson DOM parser, one reusable parser and padded buffer per extractor):
+// Encoding. A key of ONE part (the one-source form, or `parts` with one entry) is that part's bytes as
+// they are: the key bytes of an existing pipeline do not change, so its filter state stays valid. A key
+// of two or more parts is, for each part in order, its length as 4 bytes (unsigned, little-endian) then
+// its bytes:
+//     parts ("ab", "", "c")  ->  02 00 00 00 'a' 'b'  00 00 00 00  01 00 00 00 'c'
+// Different tuples therefore never give the same bytes, whatever the parts contain ("a,b" + "c" and
+// "a" + "b,c" differ, where joining with "," would make them equal). The prefixes count towards
+// max_key_bytes; the config loader checks that max_key_bytes leaves room for them and fits in 4 bytes.
+//
+// JSON (simdjson DOM parser, one reusable parser and padded buffer per extractor; the value is parsed at
+// most once per event, however many parts read it):
 //   - The whole value must be one valid JSON document (UTF-8, no trailing content); anything else,
 //     including an empty value, is malformed_json wherever the fault is. Validating everything keeps the
 //     outcome independent of where the keyed field sits. Known limit: simdjson rejects integer literals
@@ -33,8 +50,10 @@
 //   - An object or array is not_a_scalar: its text depends on key order and spacing, which producers do
 //     not keep stable, so keying on it would silently stop deduplicating. Point at a scalar instead.
 //
-// Not thread-safe: each extractor owns a parser. Use one per partition worker. A key returned by
-// extract() may view the event's bytes; it is valid as long as those bytes are.
+// Not thread-safe: each extractor owns a parser and buffers. Use one per partition worker. A key returned
+// by extract() views the event's bytes or the extractor's own (the parser, the rendering of a number, the
+// encoding of several parts), so it is valid until the extractor's next extract() and while the event's
+// bytes are: use it at once (decide() hashes it before returning) or copy it.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +64,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/header_view.h"
@@ -82,10 +102,8 @@ struct Rejection {
   std::string message;  // for humans: what was wrong and the limit or pointer involved; never the key
 };
 
-// Key bytes: a view when they exist somewhere already (verbatim in the event, or a JSON string as
-// simdjson unescaped it into the extractor's parser), owned bytes when they had to be rendered (JSON
-// numbers and booleans). A view into the parser is valid until that extractor's next extract(): use the
-// key at once (decide() hashes it before returning) or copy it. Copies and moves keep bytes() valid.
+// Key bytes: KeyExtractor::extract() returns views (see the lifetime rule at the top of this file); owned
+// bytes are for callers that keep a key. Copies and moves keep bytes() valid.
 class ExtractedKey {
  public:
   static ExtractedKey viewing(std::string_view bytes) { return ExtractedKey(bytes); }
@@ -122,7 +140,8 @@ class ExtractionResult {
 class KeyExtractor {
  public:
   // Throws std::invalid_argument for a key setting that cannot work at all (a JSON pointer that is not
-  // RFC 6901 syntax, an empty header name); the config loader already rejects most of these.
+  // RFC 6901 syntax, an empty header name, more than config::kMaxKeyParts parts, several parts with a
+  // max_key_bytes over 4294967295); the config loader already rejects these with the key's position.
   KeyExtractor(const config::KeySettings& settings, std::uint64_t max_key_bytes, std::uint64_t max_value_bytes);
   // Movable, so a partition worker can own one; a moved-from extractor may only be assigned or destroyed.
   KeyExtractor(KeyExtractor&&) noexcept;
@@ -134,16 +153,30 @@ class KeyExtractor {
   ExtractionResult extract(const EventView& event);
 
  private:
-  ExtractionResult key_from_source(const EventView& event);
-  ExtractionResult json_key(std::string_view value);
+  ExtractionResult single_part_key(const EventView& event);
+  ExtractionResult encoded_parts_key(const EventView& event);
+  // One part's bytes before normalisation, into `bytes`; or why it has none.
+  std::optional<Rejection> read_part(const config::KeyPart& part, const EventView& event, std::string_view& bytes);
+  std::optional<Rejection> read_json_field(const config::KeyPart& part, std::string_view value, std::string_view& bytes);
   std::optional<Rejection> key_size_violation(std::size_t key_size) const;
 
   struct JsonParser;  // simdjson stays out of this header
 
-  config::KeySettings settings_;
+  std::vector<config::KeyPart> parts_;
+  bool empty_is_error_;
   std::uint64_t max_key_bytes_;
   std::uint64_t max_value_bytes_;
-  std::unique_ptr<JsonParser> json_;  // only for KeySource::kJson
+  std::unique_ptr<JsonParser> json_;  // only when a part is JSON
+  std::string rendered_;    // a JSON number or boolean as text, until the next part is read
+  std::string key_buffer_;  // the encoding of several parts, or one part lowercased; reused
 };
+
+// Appends one part to a key of several parts: the part's length as 4 bytes, unsigned little-endian, then
+// its bytes. The caller keeps the part under 4 GiB (max_key_bytes is checked against that).
+void append_key_part(std::string& key, std::string_view part);
+
+// Whether the key reads the record's headers (a part taken from a header): only then does the pipeline
+// hand them to extract().
+bool key_reads_headers(const config::KeySettings& settings);
 
 }  // namespace bloomgate::app

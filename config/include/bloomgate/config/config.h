@@ -8,12 +8,14 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bloomgate::config {
@@ -67,12 +69,43 @@ enum class KeySource { kMessageKey, kJson, kHeader, kValue };
 enum class TimeSource { kEvent, kProcessing };
 enum class OutputPartitioning { kSameAsInput, kByKey };
 
+// One source of key bytes (`key.parts[i]`), with its optional normalisation. Both normalisations are
+// ASCII-only: trim drops leading and trailing space, \t, \n, \v, \f and \r; lowercase maps A-Z to a-z and
+// leaves every other byte, UTF-8 sequences included, as it is (docs/decisions/key-normalisation-ascii.md).
+struct KeyPart {
+  KeySource from = KeySource::kMessageKey;
+  std::string pointer;     // json: an RFC 6901 JSON pointer, "/order_id"
+  std::string header;      // header: the header's name
+  bool trim = false;
+  bool lowercase = false;
+};
+
+// A key of several parts is encoded as 4 bytes of length (unsigned, little-endian) before each part's
+// bytes, so max_key_bytes must leave room for those prefixes; see app/include/bloomgate/app/key_extractor.h.
+inline constexpr std::size_t kMaxKeyParts = 16;
+inline constexpr std::size_t kKeyPartPrefixBytes = 4;
+
+// `key:` is either one source (from, pointer or name, trim, lowercase) or `parts:`, a list of sources.
 struct KeySettings {
+  KeySettings() = default;
+  // One source without normalisation, as code and tests spell it: {KeySource::kJson, "/id", "", true}.
+  KeySettings(KeySource source, std::string json_pointer, std::string header_name, bool empty_key_is_error)
+      : from(source), pointer(std::move(json_pointer)), header(std::move(header_name)), empty_is_error(empty_key_is_error) {}
+
   KeySource from = KeySource::kMessageKey;
   std::string pointer;       // json: an RFC 6901 JSON pointer, "/order_id"
   std::string header;        // header: the header's name
-  bool empty_is_error = true;  // an empty key goes to the dead-letter topic
+  bool empty_is_error = true;  // an empty key (with parts: an empty part) goes to the dead-letter topic
+  bool trim = false;           // the one source's normalisation, as in KeyPart
+  bool lowercase = false;
+  std::vector<KeyPart> parts;  // `key.parts`; when not empty, from, pointer, header, trim and lowercase are unused
 };
+
+// The parts a key is made of: `parts`, or the one source as a single part.
+std::vector<KeyPart> key_parts(const KeySettings& key);
+
+// "json /order_id", "header region", "message_key", "value": how errors and dead letters name a part.
+std::string describe(const KeyPart& part);
 
 struct FilterSettings {
   std::string type = "time_limited";  // time_limited | age_partitioned | continuous | scalable | bloom
