@@ -1,0 +1,266 @@
+#include "partition_state.h"
+
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+#include "checkpoint_writer.h"
+#include "output_router.h"
+
+namespace bloomgate::app {
+
+using connectors::StateStore;
+using connectors::StateStoreError;
+
+std::string store_message(const std::exception& error) {
+  const std::string what = error.what();
+  return what.rfind("state store: ", 0) == 0 ? what : "state store: " + what;
+}
+
+// ---- StateDirectory ----------------------------------------------------------------------------------
+
+StateDirectory::StateDirectory(const config::Config& config, const connectors::StateEnvironment* environment)
+    : config_(config), environment_(environment) {}
+
+// RocksDB's own warnings go to the debug level and its errors to warn: what they mean for the service
+// (a failed checkpoint, corrupt state) is logged at error level by the service itself, with the partition.
+connectors::StateStoreOptions StateDirectory::store_options() const {
+  connectors::StateStoreOptions options;
+  options.log = [](std::string_view level, std::string_view message) {
+    spdlog::log(level == "warn" ? spdlog::level::debug : spdlog::level::warn, "rocksdb {}: {}", level, message);
+  };
+  options.environment = environment_;
+  return options;
+}
+
+void StateDirectory::open() {
+  const std::string& dir = config_.state.dir;
+  try {
+    store_ = StateStore::open(dir, store_options());
+  } catch (const StateStoreError& e) {
+    if (e.kind() != StateStoreError::Kind::kCorrupt) throw std::runtime_error(store_message(e));
+    spdlog::error("{}; moving the state directory aside and starting with empty state", store_message(e));
+    quarantine_and_reopen();
+  }
+  if (config_.kafka.brokers == config::kEmbeddedBrokers) {
+    // The embedded broker starts empty with every run: state from an earlier run describes topics that
+    // no longer exist, and would drop their new events as duplicates.
+    try {
+      for (const auto& checkpoint : store_->list()) store_->drop(checkpoint.id);
+    } catch (const StateStoreError& e) {
+      if (e.kind() != StateStoreError::Kind::kCorrupt) throw std::runtime_error(store_message(e));
+      store_.reset();
+      quarantine_and_reopen();
+      quarantined_ = false;  // nothing of value was lost: the state was stale anyway
+    }
+  }
+  spdlog::info("state store open at {}", dir);
+}
+
+void StateDirectory::quarantine_and_reopen() {
+  store_.reset();
+  const std::string moved = StateStore::quarantine(config_.state.dir);
+  spdlog::error("state store: the damaged state directory was moved to {}; the partitions whose state was there "
+                "rebuild their filters from the input history before their committed offsets",
+                moved);
+  store_ = StateStore::open(config_.state.dir, store_options());
+  quarantined_ = true;
+}
+
+// ---- PartitionState: reports and workers ----------------------------------------------------------------
+
+PartitionState::PartitionState(ServiceContext& context, StateDirectory& directory, const OutputRouter& router)
+    : context_(context), directory_(directory), router_(router) {
+  for (const auto& pipeline : context.config.pipelines) {
+    for (const auto& topic : pipeline.inputs) pipeline_of_topic_[topic] = &pipeline;
+  }
+}
+
+PartitionReport& PartitionState::report_for(const PartitionKey& key) {
+  PartitionReport& report = reports_[key];
+  report.pipeline = pipeline_of_topic_.at(key.first)->name;
+  report.topic = key.first;
+  report.partition = key.second;
+  return report;
+}
+
+void PartitionState::add_inputs(const std::vector<PartitionKey>& inputs) {
+  for (const PartitionKey& key : inputs) report_for(key);
+  if (directory_.quarantined()) {
+    for (const auto& [key, report] : reports_) lost_with_quarantine_.insert(key);
+  }
+}
+
+std::vector<PartitionWorker*> PartitionState::all_workers() const {
+  std::vector<PartitionWorker*> workers;
+  for (const auto& [key, worker] : workers_) workers.push_back(worker.get());
+  return workers;
+}
+
+PartitionWorker* PartitionState::find(const PartitionKey& key) const {
+  const auto it = workers_.find(key);
+  return it == workers_.end() ? nullptr : it->second.get();
+}
+
+PartitionWorker& PartitionState::add(const PartitionKey& key, std::unique_ptr<PartitionWorker> worker) {
+  auto& slot = workers_[key];
+  slot = std::move(worker);
+  return *slot;
+}
+
+void PartitionState::remove(const PartitionKey& key) {
+  if (PartitionWorker* worker = find(key)) refresh_filter_stats(*worker, wall_clock_now());
+  workers_.erase(key);
+  lost_with_quarantine_.erase(key);
+  if (const auto it = reports_.find(key); it != reports_.end()) it->second.assigned = false;
+}
+
+PartitionWorker* PartitionState::worker_for(const connectors::ConsumedMessage& message) {
+  const rd_kafka_topic_t* topic_handle = message.native()->rkt;
+  if (cached_worker_ != nullptr && cached_topic_ == topic_handle && cached_partition_ == message.partition()) {
+    return cached_worker_;
+  }
+  PartitionWorker* worker = find(PartitionKey(std::string(message.topic()), message.partition()));
+  if (worker == nullptr) return nullptr;
+  cached_worker_ = worker;
+  cached_topic_ = topic_handle;
+  cached_partition_ = message.partition();
+  return cached_worker_;
+}
+
+// ---- damaged state ------------------------------------------------------------------------------------
+
+void PartitionState::quarantine() {
+  if (before_quarantine_) before_quarantine_();
+  directory_.quarantine_and_reopen();
+  for (const auto& [key, report] : reports_) {
+    if (workers_.count(key) == 0) lost_with_quarantine_.insert(key);
+  }
+  for (auto& [key, worker] : workers_) {
+    worker->full_image_next = true;
+    worker->checkpointed_offset = -1;  // not in the new directory: the next checkpoint writes it, events or not
+  }
+}
+
+void PartitionState::state_corrupt(PartitionReport& report, const std::string& why) {
+  ++report.state_corruptions;
+  spdlog::error("{}/{}: the stored state is corrupt ({}); its filter is rebuilt from the input history before the "
+                "committed offset",
+                report.topic, report.partition, why);
+}
+
+void PartitionState::drop_state(const connectors::PartitionId& id) {
+  try {
+    store().drop(id);
+  } catch (const StateStoreError& e) {
+    // The worker's next checkpoint writes its whole filter over whatever is left.
+    spdlog::error("{}: dropping the stored state failed: {}", connectors::to_string(id), e.what());
+  }
+}
+
+// ---- checkpoints --------------------------------------------------------------------------------------
+
+std::size_t PartitionState::write_states(const std::vector<PartitionWorker*>& workers) {
+  std::vector<connectors::PartitionImage> images;
+  for (PartitionWorker* worker : workers) images.push_back(image_of(*worker));
+  std::size_t failures = 0;
+  for (const GroupWrite& group : write_in_groups(store(), images, kGroupCommitBytes)) {
+    for (std::size_t i = group.begin; i < group.end; ++i) {
+      if (group.error) {
+        checkpoint_failed(*workers[i], images[i].checkpoint, *group.error);
+        ++failures;
+        continue;
+      }
+      image_taken(*workers[i]);
+      checkpoint_written(*workers[i], images[i].checkpoint, group.written[i - group.begin], group.seconds);
+    }
+  }
+  return failures;
+}
+
+connectors::PartitionImage PartitionState::image_of(PartitionWorker& worker) const {
+  connectors::PartitionImage image;
+  image.checkpoint.id = worker.id;
+  image.checkpoint.next_offset = worker.next_offset;
+  image.checkpoint.output_offset = router_.output_offset(worker);
+  image.checkpoint.written_at_ms = wall_clock_ms();
+  image.checkpoint.filter_time_ns = filters::to_epoch_nanos(worker.deduplicator.filter_time(filters::TimePoint{}));
+  const auto scope = worker.full_image_next ? filters::ImageScope::kFull : filters::ImageScope::kChangedSinceLastPersist;
+  image.image = worker.deduplicator.filter().image(scope);
+  auto& drops = image.image.dropped_slice_ids;
+  drops.insert(drops.end(), worker.unwritten_drops.begin(), worker.unwritten_drops.end());
+  return image;
+}
+
+void PartitionState::image_taken(PartitionWorker& worker) {
+  worker.deduplicator.filter().mark_persisted();
+  worker.full_image_next = false;
+  worker.unwritten_drops.clear();
+}
+
+void PartitionState::unpersisted(PartitionWorker& worker, const connectors::PartitionImage& image) {
+  worker.full_image_next = true;
+  const auto& drops = image.image.dropped_slice_ids;
+  worker.unwritten_drops.insert(worker.unwritten_drops.end(), drops.begin(), drops.end());
+}
+
+void PartitionState::checkpoint_failed(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
+                                       const StateStoreError& error) {
+  ++worker.report->checkpoint_failures;
+  spdlog::error("{}: checkpoint at input offset {} failed ({}: {}); its offset is not committed, and the "
+                "checkpoint is tried again at the next interval",
+                connectors::to_string(worker.id), checkpoint.next_offset, connectors::to_string(error.kind()),
+                error.what());
+}
+
+void PartitionState::checkpoint_written(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
+                                        const connectors::CheckpointWrite& written, double seconds) {
+  worker.checkpointed_offset = checkpoint.next_offset;
+  worker.checkpointed_output = checkpoint.output_offset;
+  PartitionReport& report = *worker.report;
+  ++report.checkpoints;
+  report.checkpoint_bytes += written.bytes;
+  report.last_checkpoint_seconds = seconds;
+}
+
+// Each large filter whose checkpoint is the one just written, as it lies in memory, so that the next start
+// on this directory copies it into place instead of rebuilding its layout from the slice records. Only a
+// faster copy of the checkpoint: a snapshot not written is logged, and that partition restores from its slices.
+void PartitionState::write_snapshots() {
+  const auto started = Clock::now();
+  std::size_t written = 0;
+  std::uint64_t bytes = 0;
+  for (PartitionWorker* worker : all_workers()) {
+    if (worker->next_offset < 0 || worker->checkpointed_offset != worker->next_offset) continue;
+    if (context_.stop_deadline && Clock::now() >= *context_.stop_deadline) {
+      spdlog::warn("stopping: the grace period ran out before every snapshot was written; the other partitions "
+                   "restore from their slice records");
+      break;
+    }
+    const std::optional<filters::FilterSnapshot> snapshot = worker->deduplicator.filter().snapshot();
+    if (!snapshot) continue;
+    try {
+      bytes += store().write_snapshot(worker->id, *snapshot);
+      ++written;
+    } catch (const StateStoreError& e) {
+      spdlog::warn("{}: its snapshot was not written ({}); the next start restores it from its slice records",
+                   connectors::to_string(worker->id), e.what());
+    }
+  }
+  if (written == 0) return;
+  try {
+    store().flush();  // the next open then reads table files instead of replaying the snapshots' WAL
+  } catch (const StateStoreError& e) {
+    spdlog::warn("stopping: flushing the snapshots: {}", e.what());
+  }
+  spdlog::info("stopping: wrote the snapshots of {} filter(s), {:.1f} MiB, in {} ms", written,
+               static_cast<double>(bytes) / (1024.0 * 1024.0),
+               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+}
+
+void PartitionState::refresh_filter_stats(PartitionWorker& worker, filters::TimePoint now) {
+  worker.report->filter = worker.deduplicator.filter().stats(worker.deduplicator.filter_time(now));
+  worker.report->filter.slice_stats.clear();
+}
+
+}  // namespace bloomgate::app

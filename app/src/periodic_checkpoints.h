@@ -1,0 +1,58 @@
+// File: periodic_checkpoints.h
+//
+// kafka.guarantee at_least_once: flush, write the state, then commit (docs/state.md). A partition's
+// checkpoint is written only when every record produced for the events before its next offset has been
+// acknowledged, and its offset is committed only when its checkpoint is durable. The periodic checkpoint
+// is captured without a flush and written on the checkpoint writer's thread while consumption goes on
+// (docs/state.md, "Checkpoints off the polling thread"); revocation, a stop and a dead letter with nowhere
+// to go checkpoint synchronously.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "checkpoint_writer.h"
+#include "commit_protocol.h"
+#include "output_router.h"
+#include "partition_state.h"
+
+namespace bloomgate::app {
+
+class PeriodicCheckpoints final : public CommitProtocol {
+ public:
+  PeriodicCheckpoints(ServiceContext& context, PartitionState& state, OutputRouter& router);
+
+  void configure_producer(connectors::ProducerOptions&) const override {}
+  void start() override;
+  void tick(Clock::time_point now) override;
+  CheckpointResult checkpoint_now(const std::vector<PartitionWorker*>& workers, connectors::CommitMode mode,
+                                  Clock::time_point deadline) override;
+  void settle(bool may_flush) override;
+  bool before_produce() override { return true; }
+  bool absorb_produce_error(const connectors::KafkaError&) override { return false; }
+  bool absorb_delivery_failure(const connectors::KafkaError&) override { return false; }
+  void commit_answered(const connectors::KafkaError& error, const connectors::TopicPartitions& partitions) override;
+  void partitions_lost(const connectors::TopicPartitions&) override {}
+  void close() override {}
+
+ private:
+  bool commit_checkpointed(const std::vector<PartitionWorker*>& workers, connectors::CommitMode mode);
+  void capture();
+  void advance();
+  void written_in_background(CheckpointWriter::Done done);
+
+  struct PendingCheckpoint {
+    std::uint64_t epoch = 0;  // written once the records of this epoch and before are acknowledged
+    std::vector<PartitionWorker*> workers;
+    std::vector<connectors::PartitionImage> images;  // moved to the writer when submitted
+  };
+
+  ServiceContext& context_;
+  PartitionState& state_;
+  OutputRouter& router_;
+  Clock::time_point next_checkpoint_;
+  std::optional<PendingCheckpoint> pending_;
+  CheckpointWriter writer_{kGroupCommitBytes};  // must stop before the state store closes
+};
+
+}  // namespace bloomgate::app

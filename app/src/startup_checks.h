@@ -1,0 +1,55 @@
+// File: startup_checks.h
+//
+// What the service checks and sets up before it consumes: the Kafka configuration of each client role,
+// the topics every pipeline names (they exist; with same_as_input the output has enough partitions), and
+// the input topics' retention against the TTL.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bloomgate/config/config.h"
+#include "bloomgate/connectors/admin.h"
+#include "bloomgate/connectors/kafka_config.h"
+#include "partition_worker.h"
+#include "service_context.h"
+
+namespace bloomgate::app {
+
+using PipelinesByTopic = std::map<std::string, const config::PipelineSettings*>;
+
+// kConsumer: the group consumer; kReader: the reconciler's and rebuilder's consumers; kOther: admin, producer.
+enum class ClientRole { kConsumer, kReader, kOther };
+
+// bootstrap.servers, kafka.properties and what the role needs besides. Throws std::runtime_error naming a
+// property librdkafka rejects.
+connectors::KafkaConfig client_config(const ServiceContext& context, ClientRole role);
+
+// Everything the pipelines write to must exist before the first event is consumed: a missing output
+// discovered mid-stream would stop the service with events half-processed. Returns every input partition,
+// so their reports (and metrics) exist from start-up. Throws std::runtime_error naming the topic.
+std::vector<PartitionKey> check_topics(const ServiceContext& context);
+
+// The input topic is the filter's changelog: a rebuild needs one TTL of it. Said at start-up, since a
+// rebuild is exactly when it is too late to find out. Asked without waiting (the embedded broker never
+// answers); the loop looks for the answer until kRetentionAnswerWait has passed.
+class RetentionCheck {
+ public:
+  static constexpr std::chrono::seconds kRetentionAnswerWait{30};
+
+  void ask(connectors::Admin& admin, const PipelinesByTopic& pipelines);
+  // Called from the loop: logs a warning for each input whose retention is shorter than its TTL.
+  void poll(Clock::time_point now);
+
+ private:
+  void warn_if_short(const std::string& topic, std::int64_t retention_ms) const;
+
+  const PipelinesByTopic* pipelines_ = nullptr;
+  std::optional<connectors::RetentionQuery> query_;  // until answered or given up
+  Clock::time_point deadline_;
+};
+
+}  // namespace bloomgate::app

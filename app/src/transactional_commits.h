@@ -1,0 +1,56 @@
+// File: transactional_commits.h
+//
+// kafka.guarantee exactly_once (docs/state.md, "Transactional mode"): the producer is transactional
+// (transactional.id <group_id>.<instance_name>); each checkpoint interval is one transaction holding the
+// records and the input offsets, and each partition's state is written after the commit. An abortable error
+// aborts the transaction and rewinds every partition to its last commit (consumer position and filter,
+// restored from the store); a fatal one stops the service. Revocation commits the open transaction; a lost
+// partition aborts it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "commit_protocol.h"
+#include "output_router.h"
+#include "output_transaction.h"
+#include "partition_state.h"
+
+namespace bloomgate::app {
+
+class TransactionalCommits final : public CommitProtocol {
+ public:
+  TransactionalCommits(ServiceContext& context, PartitionState& state, OutputRouter& router);
+
+  void configure_producer(connectors::ProducerOptions& options) const override;
+  void start() override;
+  void tick(Clock::time_point now) override;
+  // Every partition takes part, whichever are leaving: the transaction holds the records of all of them.
+  CheckpointResult checkpoint_now(const std::vector<PartitionWorker*>& workers, connectors::CommitMode mode,
+                                  Clock::time_point deadline) override;
+  void settle(bool) override {}
+  bool before_produce() override;
+  bool absorb_produce_error(const connectors::KafkaError& error) override;
+  bool absorb_delivery_failure(const connectors::KafkaError& error) override;
+  void commit_answered(const connectors::KafkaError&, const connectors::TopicPartitions&) override {}
+  void partitions_lost(const connectors::TopicPartitions& partitions) override;
+  void close() override;
+
+ private:
+  CheckpointResult commit(Clock::time_point deadline);
+  CheckpointResult abort_and_rewind(const connectors::KafkaError& why);
+  CheckpointResult rewound_after_abort();
+  void rewind_to_last_commit();
+  bool rewind(PartitionWorker& worker);
+
+  ServiceContext& context_;
+  PartitionState& state_;
+  OutputRouter& router_;
+  Clock::time_point next_checkpoint_;
+  std::unique_ptr<OutputTransaction> transaction_;          // uses the context's producer
+  std::optional<connectors::KafkaError> transaction_doomed_;  // a delivery failed: the open transaction must abort
+  bool discarding_aborted_ = false;                         // serving the purged records' reports after an abort
+};
+
+}  // namespace bloomgate::app
