@@ -58,12 +58,16 @@ void StateDirectory::open() {
 }
 
 void StateDirectory::quarantine_and_reopen() {
-  store_.reset();
-  const std::string moved = StateStore::quarantine(config_.state.dir);
+  std::string moved;
+  if (store_) {
+    moved = store_->quarantine_and_reopen();
+  } else {
+    moved = StateStore::quarantine(config_.state.dir);
+    store_ = StateStore::open(config_.state.dir, store_options());
+  }
   spdlog::error("state store: the damaged state directory was moved to {}; the partitions whose state was there "
                 "rebuild their filters from the input history before their committed offsets",
                 moved);
-  store_ = StateStore::open(config_.state.dir, store_options());
   quarantined_ = true;
 }
 
@@ -85,6 +89,7 @@ PartitionReport& PartitionState::report_for(const PartitionKey& key) {
 }
 
 void PartitionState::add_inputs(const std::vector<PartitionKey>& inputs) {
+  quarantines_seen_ = store().quarantines();
   for (const PartitionKey& key : inputs) report_for(key);
   if (directory_.quarantined()) {
     for (const auto& [key, report] : reports_) lost_with_quarantine_.insert(key);
@@ -133,6 +138,13 @@ PartitionWorker* PartitionState::worker_for(const connectors::ConsumedMessage& m
 void PartitionState::quarantine() {
   if (before_quarantine_) before_quarantine_();
   directory_.quarantine_and_reopen();
+  notice_quarantines();
+}
+
+void PartitionState::notice_quarantines() {
+  const std::uint64_t quarantines = store().quarantines();
+  if (quarantines == quarantines_seen_) return;
+  quarantines_seen_ = quarantines;
   for (const auto& [key, report] : reports_) {
     if (workers_.count(key) == 0) lost_with_quarantine_.insert(key);
   }
@@ -161,6 +173,7 @@ void PartitionState::drop_state(const connectors::PartitionId& id) {
 // ---- checkpoints --------------------------------------------------------------------------------------
 
 std::size_t PartitionState::write_states(const std::vector<PartitionWorker*>& workers) {
+  notice_quarantines();
   std::vector<connectors::PartitionImage> images;
   for (PartitionWorker* worker : workers) images.push_back(image_of(*worker));
   std::size_t failures = 0;

@@ -2,12 +2,15 @@
 //
 // The durable side of the service's partitions (docs/state.md):
 // - StateDirectory: the state store in state.dir, opened before anything touches Kafka, moved aside and
-//   opened empty when it is corrupt. One per process: the loops that share it are handed it.
+//   opened empty when it is corrupt. One per process: the workers that share it (service_workers.h) are
+//   handed it, and a quarantine by any of them moves every one of them to the new database at once.
 // - PartitionState: one loop's partitions over it: the report of every input partition, the worker of
 //   each assigned one, and what writes them to the store (group-committed checkpoints, a clean stop's
 //   snapshots, dropping and quarantining what is damaged).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -40,10 +43,12 @@ class StateDirectory {
   void open();
   void close() { store_.reset(); }
   connectors::StateStore& store() { return *store_; }
-  // Moves the damaged directory aside (StateStore::quarantine) and opens an empty one.
+  // Moves the damaged directory aside and opens an empty one: in place while the store is open
+  // (StateStore::quarantine_and_reopen, so every thread using it moves too), else by path. Thread-safe
+  // while the store is open.
   void quarantine_and_reopen();
   // The directory was moved aside in this process (the partitions whose state was there must rebuild).
-  bool quarantined() const { return quarantined_; }
+  bool quarantined() const { return quarantined_.load(); }
 
  private:
   connectors::StateStoreOptions store_options() const;
@@ -51,7 +56,7 @@ class StateDirectory {
   const config::Config& config_;
   const connectors::StateEnvironment* environment_;
   std::unique_ptr<connectors::StateStore> store_;
-  bool quarantined_ = false;
+  std::atomic<bool> quarantined_{false};
 };
 
 class PartitionState {
@@ -85,8 +90,15 @@ class PartitionState {
   // filters in memory and write them whole at their next checkpoint; the others lost their state with the
   // directory (lost_with_quarantine).
   void quarantine();
+  // Catches up with a quarantine another worker of the process made in the shared directory, as if it were
+  // this one's (owned partitions write whole next, the others are lost with it). Cheap when there was none:
+  // every checkpoint capture and restore calls it first.
+  void notice_quarantines();
   // Whether the partition's state went with a quarantined directory; forgets it.
-  bool take_lost_with_quarantine(const PartitionKey& key) { return lost_with_quarantine_.erase(key) != 0; }
+  bool take_lost_with_quarantine(const PartitionKey& key) {
+    notice_quarantines();
+    return lost_with_quarantine_.erase(key) != 0;
+  }
   void state_corrupt(PartitionReport& report, const std::string& why);
   void drop_state(const connectors::PartitionId& id);
 
@@ -122,6 +134,7 @@ class PartitionState {
   std::map<PartitionKey, PartitionReport> reports_;
   Workers workers_;
   std::set<PartitionKey> lost_with_quarantine_;  // partitions whose state went with it, until assigned
+  std::uint64_t quarantines_seen_ = 0;           // the store's quarantines() this loop has caught up with
 
   PartitionWorker* cached_worker_ = nullptr;  // consecutive messages mostly come from one partition
   const rd_kafka_topic_t* cached_topic_ = nullptr;

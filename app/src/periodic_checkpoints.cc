@@ -86,6 +86,7 @@ void PeriodicCheckpoints::commit_answered(const KafkaError& error, const TopicPa
 // write makes them write whole again (written_in_background).
 void PeriodicCheckpoints::capture() {
   if (context_.failed()) return;
+  state_.notice_quarantines();
   PendingCheckpoint pending;
   pending.epoch = router_.seal_epoch();
   for (PartitionWorker* worker : state_.all_workers()) {

@@ -10,6 +10,7 @@
 #include "bloomgate/app/logging.h"
 #include "bloomgate/app/service.h"
 #include "bloomgate/app/service_metrics.h"
+#include "bloomgate/app/service_workers.h"
 #include "bloomgate/app/stop_signals.h"
 
 namespace bloomgate::app {
@@ -69,12 +70,12 @@ int run_service_command(const RunCommandOptions& options) {
     service_options.stop = &signals.requested();
     service_options.hooks = hooks;
     const config::Config effective = config;
-    Service service(std::move(config), std::move(service_options));
-    const ServiceEndpoints endpoints(service, effective, effective.metrics.listen);
+    ServiceWorkers workers(std::move(config), std::move(service_options));
+    const ServiceEndpoints endpoints(workers, effective, effective.metrics.listen);
     spdlog::info("metrics, health and readiness at http://{}/metrics, /healthz, /readyz; malloc: {}", endpoints.address(),
                  allocator_name());
-    const RunResult result = service.run();
-    const ServiceSnapshot totals = service.snapshot();
+    const RunResult result = workers.run();
+    const ServiceSnapshot totals = workers.snapshot();
     spdlog::info("stopped: consumed {}, forwarded {}, duplicates {}, dead-lettered {}", totals.consumed,
                  totals.forwarded, totals.duplicates, totals.dead_lettered);
     return result.exit_code;

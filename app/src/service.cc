@@ -78,16 +78,16 @@ class Service::Impl {
 
  private:
   void start() {
-    directory_.open();
-    const connectors::KafkaConfig kafka = client_config(context_, ClientRole::kOther);
-    context_.admin = std::make_unique<connectors::Admin>(kafka, options_.hooks);
+    if (own_directory_) own_directory_->open();
+    context_.admin = std::make_unique<connectors::Admin>(client_config(context_, ClientRole::kAdmin), options_.hooks);
     state_.add_inputs(check_topics(context_));
     retention_.ask(*context_.admin, state_.pipelines());
     connectors::ProducerOptions producer_options;
     producer_options.hooks = options_.hooks;
     producer_options.on_delivery = [this](const connectors::DeliveryReport& report) { router_.on_delivery(report); };
     protocol_->configure_producer(producer_options);
-    context_.producer = std::make_unique<connectors::Producer>(kafka, std::move(producer_options));
+    context_.producer =
+        std::make_unique<connectors::Producer>(client_config(context_, ClientRole::kProducer), std::move(producer_options));
     protocol_->start();
     context_.consumer =
         std::make_unique<connectors::Consumer>(client_config(context_, ClientRole::kConsumer), consumer_options());
@@ -233,8 +233,12 @@ class Service::Impl {
 
   void close_clients() noexcept {
     if (context_.consumer) {
-      // close() revokes what is still assigned; after a failure, the revocation commits nothing.
-      if (KafkaError error = context_.consumer->close(); !error.ok()) spdlog::warn("consumer close: {}", error.message());
+      // close() revokes what is still assigned; after a failure, the revocation commits nothing. A member
+      // still joining waits for its first assignment within what is left of the grace period.
+      const auto join_wait = std::min<std::chrono::milliseconds>(context_.flush_budget(), std::chrono::seconds(10));
+      if (KafkaError error = context_.consumer->close(join_wait); !error.ok()) {
+        spdlog::warn("consumer close: {}", error.message());
+      }
     }
     if (context_.producer) protocol_->close();
     if (context_.producer && !context_.failed()) {
@@ -245,13 +249,16 @@ class Service::Impl {
     context_.consumer.reset();
     context_.producer.reset();
     protocol_.reset();   // its checkpoint writer stops before the store closes
-    directory_.close();  // after the consumer: its close() may checkpoint revoked partitions
+    if (own_directory_) own_directory_->close();  // after the consumer: its close() may checkpoint revoked partitions
   }
 
   config::Config config_;
   ServiceOptions options_;
   ServiceContext context_{config_, options_};
-  StateDirectory directory_{config_, options_.state_environment};
+  // Null when the workers of the process share one (ServiceOptions::state_directory).
+  std::unique_ptr<StateDirectory> own_directory_ =
+      options_.state_directory ? nullptr : std::make_unique<StateDirectory>(config_, options_.state_environment);
+  StateDirectory& directory_ = options_.state_directory ? *options_.state_directory : *own_directory_;
   OutputRouter router_{context_};
   PartitionState state_{context_, directory_, router_};
   ServiceReporter reporter_{context_, state_};

@@ -328,13 +328,13 @@ void ServiceMetrics::update(const ServiceSnapshot& snapshot) {
   families_->running.Set(snapshot.running ? 1 : 0);
 }
 
-ServiceEndpoints::ServiceEndpoints(const Service& service, const config::Config& config, const std::string& listen)
+ServiceEndpoints::ServiceEndpoints(SnapshotSource snapshot, const config::Config& config, const std::string& listen)
     : registry_(std::make_shared<prometheus::Registry>()), metrics_(*registry_, config) {
   connectors::register_build_info(*registry_, version(), allocator_name());
   connectors::MetricsServerOptions options;
   options.listen = listen;
-  options.ready = [&service] { return service.snapshot().running; };
-  options.before_scrape = [this, &service] { metrics_.update(service.snapshot()); };
+  options.ready = [snapshot] { return snapshot().running; };
+  options.before_scrape = [this, snapshot] { metrics_.update(snapshot()); };
   server_ = std::make_unique<connectors::MetricsServer>(registry_, std::move(options));
 }
 

@@ -1,12 +1,18 @@
 #include "bloomgate/app/service_workers.h"
 
 #include <sched.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <fstream>
 #include <map>
+#include <thread>
 #include <utility>
+
+#include "bloomgate/connectors/admin.h"
+#include "partition_state.h"
 
 namespace bloomgate::app {
 namespace {
@@ -126,6 +132,119 @@ config::Config worker_config(const config::Config& config, std::uint32_t index) 
     worker.kafka.instance_name += ".worker-" + std::to_string(index);
   }
   return worker;
+}
+
+namespace {
+
+constexpr std::chrono::milliseconds kPartitionCountTimeout{10'000};
+constexpr std::chrono::milliseconds kWatchInterval{20};
+
+// The input partitions of every pipeline; topics that cannot be counted (missing, the brokers out of
+// reach) count as none: the workers' start-up checks then report them.
+std::uint64_t count_input_partitions(const config::Config& config, const ServiceOptions& options) {
+  try {
+    connectors::KafkaConfig kafka;
+    kafka.with("bootstrap.servers", options.bootstrap_servers);
+    if (const auto error = kafka.set_all(config::properties_for(config.kafka, config::ClientRole::kAdmin)); !error.ok()) {
+      return 0;
+    }
+    const connectors::Admin admin(kafka, options.hooks);
+    std::uint64_t partitions = 0;
+    for (const auto& pipeline : config.pipelines) {
+      for (const std::string& topic : pipeline.inputs) {
+        const auto count = admin.partition_count(topic, kPartitionCountTimeout);
+        if (count.ok()) partitions += static_cast<std::uint64_t>(count.value());
+      }
+    }
+    return partitions;
+  } catch (const std::exception& e) {
+    spdlog::warn("workers: could not count the input partitions ({}); starting one worker", e.what());
+    return 0;
+  }
+}
+
+}  // namespace
+
+ServiceWorkers::ServiceWorkers(config::Config config, ServiceOptions options)
+    : config_(std::move(config)), options_(std::move(options)) {
+  Service validate(config_, options_);  // throws std::invalid_argument as the workers would
+}
+
+ServiceWorkers::~ServiceWorkers() = default;
+
+std::uint32_t ServiceWorkers::resolved_count() {
+  if (config_.workers != config::kAutoWorkers) return config_.workers;
+  const std::uint32_t cores = usable_cores();
+  const std::uint64_t partitions = count_input_partitions(config_, options_);
+  const std::uint32_t count = resolve_workers(config_.workers, cores, partitions);
+  spdlog::info("workers: auto is {} ({} usable cores, {} input partitions)", count, cores, partitions);
+  return count;
+}
+
+RunResult ServiceWorkers::run() {
+  try {
+    const std::uint32_t count = resolved_count();
+    ServiceOptions worker_options = options_;
+    worker_options.stop = &stop_workers_;
+    if (count > 1) {
+      state_ = std::make_unique<StateDirectory>(config_, options_.state_environment);
+      state_->open();
+      worker_options.state_directory = state_.get();
+    }
+    std::lock_guard lock(mutex_);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      workers_.push_back(std::make_unique<Service>(worker_config(config_, i), worker_options));
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return {kExitServiceFailed, e.what()};
+  }
+  return run_all();
+}
+
+RunResult ServiceWorkers::run_all() {
+  const std::size_t count = workers_.size();
+  std::vector<RunResult> results(count);
+  std::vector<std::atomic<bool>> done(count);
+  std::vector<std::jthread> threads;
+  for (std::size_t i = 0; i < count; ++i) {
+    threads.emplace_back([this, i, &results, &done] {
+      results[i] = workers_[i]->run();
+      done[i].store(true);
+    });
+  }
+  spdlog::info("{} worker(s) started", count);
+  for (;;) {
+    bool all_done = true;
+    bool failed = false;
+    for (std::size_t i = 0; i < count; ++i) {
+      all_done = all_done && done[i].load();
+      failed = failed || (done[i].load() && results[i].exit_code != 0);
+    }
+    if (all_done) break;
+    // A worker that failed, or the process's stop flag: every worker stops, each as it would alone.
+    if (failed || (options_.stop != nullptr && options_.stop->load())) stop_workers_.store(true);
+    std::this_thread::sleep_for(kWatchInterval);
+  }
+  threads.clear();
+  for (const RunResult& result : results) {
+    if (result.exit_code != 0) return result;
+  }
+  return {};
+}
+
+ServiceSnapshot ServiceWorkers::snapshot() const { return merge_snapshots(worker_snapshots()); }
+
+std::vector<ServiceSnapshot> ServiceWorkers::worker_snapshots() const {
+  std::vector<ServiceSnapshot> snapshots;
+  std::lock_guard lock(mutex_);
+  for (const auto& worker : workers_) snapshots.push_back(worker->snapshot());
+  return snapshots;
+}
+
+std::uint32_t ServiceWorkers::count() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<std::uint32_t>(workers_.size());
 }
 
 }  // namespace bloomgate::app

@@ -26,13 +26,17 @@ connectors::KafkaConfig client_config(const ServiceContext& context, ClientRole 
   // A new consumer group starts at the beginning of the input: a deduplicator that skipped what was
   // already there would never forward it. kafka.properties, applied after, may say otherwise.
   if (role == ClientRole::kConsumer) kafka.with("auto.offset.reset", "earliest");
-  if (KafkaError error = kafka.set_all(context.config.kafka.properties); !error.ok()) {
+  const bool consumes = role == ClientRole::kConsumer || role == ClientRole::kReader;
+  const config::ClientRole properties_role = consumes                      ? config::ClientRole::kConsumer
+                                             : role == ClientRole::kProducer ? config::ClientRole::kProducer
+                                                                             : config::ClientRole::kAdmin;
+  if (KafkaError error = kafka.set_all(config::properties_for(context.config.kafka, properties_role)); !error.ok()) {
     throw std::runtime_error("kafka.properties: " + error.message());
   }
   // exactly_once: what an aborted transaction wrote is not there, for the loop (an upstream transactional
   // producer's aborts) and for the reconciliation read of the output (this service's own).
   const bool exactly_once = context.config.kafka.guarantee == config::Guarantee::kExactlyOnce;
-  if (role != ClientRole::kOther && exactly_once) kafka.with("isolation.level", "read_committed");
+  if (consumes && exactly_once) kafka.with("isolation.level", "read_committed");
   return kafka;
 }
 

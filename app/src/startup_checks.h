@@ -21,11 +21,11 @@ namespace bloomgate::app {
 
 using PipelinesByTopic = std::map<std::string, const config::PipelineSettings*>;
 
-// kConsumer: the group consumer; kReader: the reconciler's and rebuilder's consumers; kOther: admin, producer.
-enum class ClientRole { kConsumer, kReader, kOther };
+// kConsumer: the group consumer; kReader: the reconciler's and rebuilder's consumers.
+enum class ClientRole { kConsumer, kReader, kProducer, kAdmin };
 
-// bootstrap.servers, kafka.properties and what the role needs besides. Throws std::runtime_error naming a
-// property librdkafka rejects.
+// bootstrap.servers, the kafka.properties of the role (config::properties_for: readers take the consumer's)
+// and what the role needs besides. Throws std::runtime_error naming a property librdkafka rejects.
 connectors::KafkaConfig client_config(const ServiceContext& context, ClientRole role);
 
 // Everything the pipelines write to must exist before the first event is consumed: a missing output

@@ -544,6 +544,48 @@ TEST(ServiceEndToEnd, StopsWithoutLosingAnUnkeyableEventWhenThereIsNoDeadLetterT
       << "the bad event must be consumed again after a restart";
 }
 
+// Two workers, and the one owning partition 0 meets an unkeyable event with no dead-letter topic: it
+// stops there without committing it, the other worker stops cleanly with partition 1 committed to its
+// end, and the process's result is the failure.
+TEST(ServiceEndToEnd, AWorkerThatFailsStopsTheOtherWorkerCleanly) {
+  EmbeddedBroker broker;
+  create_topics(broker, {"sensors", "sensors-unique"}, 2);
+  config::PipelineSettings sensors = pipeline("sensors", "sensors", "sensors-unique", 1h);
+  sensors.key = {config::KeySource::kJson, "/id", "", true};
+  constexpr std::int64_t kBadOffset = 10;
+  std::vector<Event> events;
+  for (std::int32_t partition = 0; partition < 2; ++partition) {
+    for (std::int64_t i = 0; i < 15; ++i) {
+      const bool bad = partition == 0 && i == kBadOffset;
+      Event event = keyed("m" + std::to_string(i), bad ? "{not json" : R"({"id":"s-)" + std::to_string(partition) + "-" +
+                                                                       std::to_string(i) + R"("})");
+      event.partition = partition;
+      events.push_back(std::move(event));
+    }
+  }
+  produce_all(broker, "sensors", events);
+
+  config::Config config = service_config(broker, "worker-fails", {sensors});
+  config.workers = 2;
+  ServiceThread service(config, broker);
+  const std::optional<RunResult> result = service.wait_for_exit();
+  ASSERT_TRUE(result && result->exit_code == kExitServiceFailed) << describe(result);
+  EXPECT_NE(result->error.find("sensors/0 offset 10"), std::string::npos) << result->error;
+  EXPECT_EQ(service.service().count(), 2U);
+
+  // Whichever worker owned partition 1 when the other failed, what it committed was written, once.
+  const auto committed = committed_offsets(broker, "worker-fails", "sensors");
+  EXPECT_LE(committed.at(0), kBadOffset) << "the bad event must be consumed again after a restart";
+  std::map<std::int32_t, std::set<std::int64_t>> forwarded;
+  for (const Source& source : expect_copies_of_input(read_topic(broker, "sensors-unique"), read_topic(broker, "sensors"), true)) {
+    EXPECT_TRUE(forwarded[source.partition].insert(source.offset).second) << "forwarded twice: " << source.offset;
+  }
+  for (std::int64_t offset = 0; offset < committed.at(1); ++offset) {
+    EXPECT_EQ(forwarded[1].count(offset), 1U) << "committed but not written: sensors/1 offset " << offset;
+  }
+  for (const std::int64_t offset : forwarded[0]) EXPECT_LT(offset, kBadOffset);
+}
+
 TEST(ServiceEndToEnd, EventTimeJudgesByRecordTimestampsProcessingTimeByArrival) {
   EmbeddedBroker broker;
   create_topics(broker, {"by-event", "by-event-out", "by-arrival", "by-arrival-out"}, 1);

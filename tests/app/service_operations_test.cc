@@ -12,6 +12,11 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <sstream>
+#include <utility>
+
+#include "../support/http_client.h"
+#include "bloomgate/app/service_metrics.h"
 
 #include "state_test_support.h"
 
@@ -26,6 +31,7 @@ constexpr std::uint64_t kSigtermSeed = 7007;
 constexpr std::uint64_t kTwoInstancesSeed = 8008;
 constexpr std::uint64_t kTwoInstancesKillSeed = 8009;
 constexpr std::uint64_t kOutageSeed = 9009;
+constexpr std::uint64_t kWorkersSeed = 9109;
 constexpr double kRepeatShare = 0.3;
 
 std::int64_t output_records(const EmbeddedBroker& broker) { return total(end_offsets(broker, "orders-unique")); }
@@ -163,13 +169,18 @@ TEST(Operations, SigtermMidStreamAndARestartOfTheBinaryReplayNothing) {
 // A: the real binary (killed with SIGKILL, restarted); B: a Service on a thread (stopped with its stop
 // flag, restarted). One group, cooperative-sticky, static membership by instance name, a state directory
 // each. The stream keeps arriving throughout.
-TEST(Operations, TwoInstancesOneKilledOneStoppedNeitherLoseNorDuplicate) {
+// Instance A, the binary, runs one worker or two: with two, its kill and restart rebalance partitions
+// between the workers of one process as well as between the instances.
+class TwoInstances : public ::testing::TestWithParam<std::uint32_t> {};
+
+TEST_P(TwoInstances, OneKilledOneStoppedNeitherLoseNorDuplicate) {
   const auto started = Clock::now();
   EmbeddedBroker broker;
   create_topics(broker, {"orders", "orders-unique"}, 8);
   const std::vector<Event> events = repeating_stream(kTwoInstancesSeed, 36'000, kRepeatShare);
   const TempDir dir;
-  std::string yaml_a = run_config_head(broker.bootstrap_servers(), "two", dir.path("state-a")) + orders_pipeline_yaml();
+  std::string yaml_a =
+      run_config_head(broker.bootstrap_servers(), "two", dir.path("state-a"), GetParam()) + orders_pipeline_yaml();
   yaml_a.replace(yaml_a.find("  group_id: two\n"), 15, "  group_id: two\n  instance_name: member-a");
   const std::string config_a = dir.file("a.yaml", yaml_a);
   config::Config config_b = service_config(broker, "two", {orders_pipeline()});
@@ -245,14 +256,72 @@ TEST(Operations, TwoInstancesOneKilledOneStoppedNeitherLoseNorDuplicate) {
   expect_exact(compare_with_exact_answer(broker, "orders", "orders-unique"), started);
 }
 
+INSTANTIATE_TEST_SUITE_P(Workers, TwoInstances, ::testing::Values(1U, 2U), workers_name);
+
+// ---- workers ---------------------------------------------------------------------------------------------
+
+// The sum of every sample of `metric` in a scrape (all its series), and how many of them equal `value`.
+std::pair<double, int> samples(const std::string& scrape, const std::string& metric, double value) {
+  double sum = 0;
+  int equal = 0;
+  std::istringstream lines(scrape);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(metric + "{", 0) != 0) continue;
+    const double sample = std::stod(line.substr(line.rfind(' ') + 1));
+    sum += sample;
+    equal += sample == value ? 1 : 0;
+  }
+  return {sum, equal};
+}
+
+// Two workers in one process share the input partitions between them, answer one /metrics whose totals
+// and per-partition series are those of the whole process, are ready together, and stop together.
+TEST(Workers, TwoWorkersSplitThePartitionsAndAnswerOneEndpoint) {
+  const auto started = Clock::now();
+  EmbeddedBroker broker;
+  create_topics(broker, {"orders", "orders-unique"}, 4);
+  const std::vector<Event> events = repeating_stream(kWorkersSeed, 8'000, kRepeatShare);
+  config::Config config = service_config(broker, "workers", {orders_pipeline()});
+  config.workers = 2;
+  produce_all(broker, "orders", events);
+
+  ServiceThread service(config, broker);
+  const ServiceEndpoints endpoints(service.service(), config, config.metrics.listen);
+  const std::string address = endpoints.address();
+  const auto port = static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+  ASSERT_TRUE(wait_until_committed_to_end(broker, "workers", "orders", std::chrono::seconds(45)));
+  const auto each_owns_some = [&service] {
+    const std::vector<ServiceSnapshot> workers = service.service().worker_snapshots();
+    return workers.size() == 2 && std::all_of(workers.begin(), workers.end(), [](const ServiceSnapshot& worker) {
+             return std::any_of(worker.partitions.begin(), worker.partitions.end(),
+                                [](const PartitionReport& p) { return p.assigned; });
+           });
+  };
+  ASSERT_TRUE(poll_until(each_owns_some, kWaitLimit, 50ms)) << "the partitions were not shared between the workers";
+  ASSERT_TRUE(service.wait_until([](const ServiceSnapshot& s) { return s.running; }));
+
+  EXPECT_EQ(bloomgate::testing::http_request(port, "/readyz").status, 200);
+  const std::string scrape = bloomgate::testing::http_request(port, "/metrics").body;
+  EXPECT_EQ(samples(scrape, "bloomgate_events_consumed_total", 0).first, static_cast<double>(events.size())) << scrape;
+  EXPECT_EQ(samples(scrape, "bloomgate_partition_assigned", 1).second, 4) << "each partition owned once";
+  EXPECT_EQ(service.snapshot().consumed, events.size());
+
+  const std::optional<RunResult> result = service.stop();
+  ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
+  expect_exact(compare_with_exact_answer(broker, "orders", "orders-unique"), started);
+}
+
 // ---- broker outage ------------------------------------------------------------------------------------------
 
-TEST(Operations, EveryBrokerDownForTenSecondsMidStream) {
+class BrokerOutage : public ::testing::TestWithParam<std::uint32_t> {};
+
+TEST_P(BrokerOutage, EveryBrokerDownForTenSecondsMidStream) {
   const auto started = Clock::now();
   EmbeddedBroker broker(3);
   create_topics(broker, {"orders", "orders-unique"}, 4);
   const std::vector<Event> events = repeating_stream(kOutageSeed, 16'000, kRepeatShare);
-  const config::Config config = service_config(broker, "outage", {orders_pipeline()});
+  config::Config config = service_config(broker, "outage", {orders_pipeline()});
+  config.workers = GetParam();
 
   std::optional<RunResult> result;
   ServiceSnapshot snapshot;
@@ -277,6 +346,8 @@ TEST(Operations, EveryBrokerDownForTenSecondsMidStream) {
             << sum_of(snapshot, &PartitionReport::checkpoint_failures) << std::endl;
   expect_exact(compare_with_exact_answer(broker, "orders", "orders-unique"), started);
 }
+
+INSTANTIATE_TEST_SUITE_P(Workers, BrokerOutage, ::testing::Values(1U, 2U), workers_name);
 
 }  // namespace
 }  // namespace bloomgate::app

@@ -167,8 +167,9 @@ constexpr int kKills = 5;
 // coordinator: the killed member's 4 s session timeout, then its 3 s join delay): 50 s of input.
 constexpr double kKillEventsPerSecond = 4'000;
 
-std::string durable_yaml(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
-  return run_config_head(brokers, group_id, state_dir) + orders_pipeline_yaml();
+std::string durable_yaml(const std::string& brokers, const std::string& group_id, const std::string& state_dir,
+                         std::uint32_t workers = 1) {
+  return run_config_head(brokers, group_id, state_dir, workers) + orders_pipeline_yaml();
 }
 
 // 200,000 events of ~100-byte values, ~30% of them repeats of one of the last 5,000 keys: every repeat is
@@ -200,13 +201,18 @@ ExactCounts against_exact_answer(const std::vector<Record>& input, const Forward
   return counts;
 }
 
-TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
+// With one worker, and with two (`workers: 2`): two group members in the process, sharing its state
+// directory, killed together.
+class KillNine : public ::testing::TestWithParam<std::uint32_t> {};
+
+TEST_P(KillNine, AtRandomPointsNeitherLosesNorDuplicates) {
   const auto test_started = Clock::now();
   EmbeddedBroker broker;
   create_topics(broker, {"orders", "orders-unique"}, kKillPartitions);
   const std::vector<Event> events = kill_stream();
   const TempDir dir;
-  const std::string yaml = dir.file("bloomgate.yaml", durable_yaml(broker.bootstrap_servers(), "kill-9", dir.path("state")));
+  const std::string yaml =
+      dir.file("bloomgate.yaml", durable_yaml(broker.bootstrap_servers(), "kill-9", dir.path("state"), GetParam()));
 
   // The stream arrives while the binary runs, is killed and restarts. Each run is killed once the output
   // has grown by a random 200 to 3,000 records since it started: after it restored and reconciled, at a
@@ -276,6 +282,8 @@ TEST(DurableState, KillNineAtRandomPointsNeitherLosesNorDuplicates) {
   EXPECT_GE(restores, static_cast<std::size_t>(kKills - 1) * kKillPartitions) << "restarts that did not restore";
   EXPECT_GT(reconciled, 0U) << "no kill left forwarded events beyond a checkpoint: reconciliation was not exercised";
 }
+
+INSTANTIATE_TEST_SUITE_P(Workers, KillNine, ::testing::Values(1U, 2U), workers_name);
 
 // Snapshots (docs/state.md, "Snapshots at a clean stop"): filters large enough to have one (400,000 keys
 // per TTL) are written whole at a SIGTERM, and the next start restores every partition from them. That

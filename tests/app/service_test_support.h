@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
@@ -44,6 +45,7 @@
 #include <vector>
 
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/service_workers.h"
 #include "bloomgate/app/source_header.h"
 #include "bloomgate/app/temporary_directory.h"
 #include "bloomgate/config/config.h"
@@ -122,6 +124,7 @@ inline config::Config service_config(const EmbeddedBroker& broker, std::string g
   config.kafka.brokers = broker.bootstrap_servers();
   config.kafka.group_id = std::move(group_id);
   config.kafka.properties = fast_client_properties();
+  config.workers = 1;  // tests of several workers say so
   config.state.dir = TestDirectories::instance().fresh("state");
   config.state.checkpoint_interval = 200ms;
   config.shutdown.grace_period = 5s;
@@ -393,7 +396,7 @@ class ServiceThread {
     options.stop = &state_->stop;
     options.snapshot_interval = 50ms;
     if (customize) customize(options);
-    state_->service = std::make_unique<Service>(std::move(config), std::move(options));
+    state_->service = std::make_unique<ServiceWorkers>(std::move(config), std::move(options));
     std::packaged_task<RunResult()> task([state = state_] { return state->service->run(); });
     result_ = task.get_future();
     thread_ = std::thread(std::move(task));
@@ -405,7 +408,7 @@ class ServiceThread {
   ServiceThread& operator=(const ServiceThread&) = delete;
 
   ServiceSnapshot snapshot() const { return state_->service->snapshot(); }
-  const Service& service() const { return *state_->service; }
+  const ServiceWorkers& service() const { return *state_->service; }
 
   // True once the service has consumed at least `events`; false if it stopped first or time ran out.
   bool wait_until_consumed(std::uint64_t events, std::chrono::milliseconds limit = kWaitLimit) const {
@@ -444,7 +447,7 @@ class ServiceThread {
  private:
   struct State {
     std::atomic<bool> stop{false};
-    std::unique_ptr<Service> service;
+    std::unique_ptr<ServiceWorkers> service;
   };
 
   std::shared_ptr<State> state_;
@@ -475,8 +478,15 @@ class TempDir : public app::TemporaryDirectory {
 
 // The YAML of a `bloomgate run` config up to `pipelines:` (test brokers, fast client settings, short
 // checkpoint interval and grace period, any free metrics port); callers append their pipelines.
-inline std::string run_config_head(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
-  std::string yaml = "kafka:\n  brokers: " + brokers + "\n  group_id: " + group_id + "\n  properties:\n";
+// The name of a test instance with `param.param` workers: OneWorker, 2Workers.
+inline std::string workers_name(const ::testing::TestParamInfo<std::uint32_t>& param) {
+  return param.param == 1 ? std::string("OneWorker") : std::to_string(param.param) + "Workers";
+}
+
+inline std::string run_config_head(const std::string& brokers, const std::string& group_id, const std::string& state_dir,
+                                   std::uint32_t workers = 1) {
+  std::string yaml = "workers: " + std::to_string(workers) + "\nkafka:\n  brokers: " + brokers +
+                     "\n  group_id: " + group_id + "\n  properties:\n";
   for (const auto& [name, value] : fast_client_properties()) yaml += "    " + name + ": \"" + value + "\"\n";
   return yaml + "state:\n  dir: " + state_dir + R"(
   checkpoint_interval: 200ms

@@ -169,6 +169,37 @@ TEST(ConsumerGroup, CooperativeStickySplitsPartitionsAndHandsThemBackOnClose) {
   EXPECT_FALSE(second_member.duplicate_assignment);
 }
 
+// A member that is stopped while it joins, before its first assignment (a worker told to stop while the
+// group rebalances): close() leaves the group without aborting the process (librdkafka 2.0.2's
+// cooperative-sticky assignor does, destroying a member with no assignor state), and without reporting the
+// partitions the rebalance then hands it for the moment it takes to give them back. Closed after
+// different pauses, to meet the join at different points.
+TEST(ConsumerGroup, AMemberClosedBeforeItsFirstAssignmentLeavesQuietly) {
+  EmbeddedBroker broker;
+  constexpr int kPartitions = 4;
+  ASSERT_TRUE(broker.create_topic("joining", kPartitions).ok());
+  Membership first_member;
+  Consumer first(consumer_config(broker), first_member.options("joining-group"));
+  ASSERT_TRUE(first.subscribe({"joining"}).ok());
+  ASSERT_TRUE(poll_until({&first}, [&] { return first_member.owned == all_partitions(kPartitions); }));
+  for (const auto pause : {0ms, 300ms, 1000ms, 2500ms}) {
+    Membership late_member;
+    Consumer late(consumer_config(broker), late_member.options("joining-group"));
+    ASSERT_TRUE(late.subscribe({"joining"}).ok());
+    const auto until = std::chrono::steady_clock::now() + pause;
+    (void)poll_until({&first, &late}, [&] { return std::chrono::steady_clock::now() >= until || !late_member.owned.empty(); });
+    const bool had_assignment = !late_member.ever_assigned.empty();
+    const std::size_t reported = late_member.ever_assigned.size();
+    EXPECT_TRUE(late.close().ok()) << "pause " << pause.count() << " ms";
+    EXPECT_EQ(late_member.ever_assigned.size(), reported) << "close() reported an assignment";
+    if (!had_assignment) {
+      EXPECT_TRUE(late_member.ever_revoked.empty()) << "close() reported a revocation";
+    }
+    ASSERT_TRUE(poll_until({&first}, [&] { return first_member.owned == all_partitions(kPartitions); }))
+        << "the first member did not get every partition back after a " << pause.count() << " ms pause";
+  }
+}
+
 TEST(ConsumerGroup, AssignedFunctionChoosesTheStartOffset) {
   EmbeddedBroker broker;
   ASSERT_TRUE(broker.create_topic("replay", 1).ok());

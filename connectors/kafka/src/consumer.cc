@@ -82,8 +82,9 @@ void Consumer::Callbacks::rebalance(rd_kafka_t* handle, rd_kafka_resp_err_t reas
 
 void Consumer::Callbacks::assign(rd_kafka_t* handle, rd_kafka_topic_partition_list_t* partitions,
                                  bool cooperative) noexcept {
+  assigned_once_ = true;
   invoke("assigned partitions", [&] {
-    if (!on_assigned_) return;
+    if (!on_assigned_ || !reporting_) return;
     TopicPartitions assigned = to_topic_partitions(partitions);
     on_assigned_(assigned);
     copy_start_offsets(assigned, partitions);
@@ -101,7 +102,7 @@ void Consumer::Callbacks::revoke(rd_kafka_t* handle, rd_kafka_topic_partition_li
   const bool lost = rd_kafka_assignment_lost(handle) != 0;
   invoke(lost ? "lost partitions" : "revoked partitions", [&] {
     const PartitionsFunction& forward = lost ? on_lost_ : on_revoked_;
-    if (!forward) return;
+    if (!forward || !reporting_) return;
     TopicPartitions revoked = to_topic_partitions(partitions);
     forward(revoked);
   });
@@ -136,7 +137,9 @@ KafkaError Consumer::subscribe(const std::vector<std::string>& topics) {
     subscription.push_back(std::move(entry));
   }
   const PartitionListHandle list = to_partition_list(subscription);
-  return KafkaError(rd_kafka_subscribe(handle_.get(), list.get()), "subscribe");
+  const KafkaError error(rd_kafka_subscribe(handle_.get(), list.get()), "subscribe");
+  subscribed_ = subscribed_ || error.ok();
+  return error;
 }
 
 KafkaError Consumer::assign(const TopicPartitions& partitions) {
@@ -202,9 +205,16 @@ std::optional<std::int64_t> Consumer::cached_high_watermark(const std::string& t
   return high;
 }
 
-KafkaError Consumer::close() {
+KafkaError Consumer::close(std::chrono::milliseconds first_assignment_wait) {
   if (closed_) return {};
   closed_ = true;
+  if (subscribed_ && !callbacks_.assigned_once()) {
+    callbacks_.stop_reporting();
+    const auto deadline = std::chrono::steady_clock::now() + first_assignment_wait;
+    while (!callbacks_.assigned_once() && std::chrono::steady_clock::now() < deadline) {
+      if (rd_kafka_message_t* message = rd_kafka_consumer_poll(handle_.get(), 50)) rd_kafka_message_destroy(message);
+    }
+  }
   return KafkaError(rd_kafka_consumer_close(handle_.get()), "close the consumer");
 }
 

@@ -78,6 +78,8 @@ class StateEnvironment;  // connectors/state: state_environment.h
 
 namespace bloomgate::app {
 
+class StateDirectory;  // app/src/partition_state.h
+
 inline constexpr int kExitServiceFailed = 1;  // a runtime failure; the log says which
 
 namespace headers {
@@ -196,6 +198,9 @@ struct ServiceOptions {
   std::function<void()> on_restore;
   // The file system of the state store; nullptr is the local one. Tests inject faults with it.
   const connectors::StateEnvironment* state_environment = nullptr;
+  // The state directory, opened and shared by the workers of the process (service_workers.h); nullptr: the
+  // service opens config.state.dir itself, and closes it when run() returns.
+  StateDirectory* state_directory = nullptr;
 };
 
 struct RunResult {

@@ -38,12 +38,14 @@
 
 #include <prometheus/registry.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/service_workers.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/metrics_server.h"
 
@@ -70,11 +72,17 @@ class ServiceMetrics {
 };
 
 // The service's HTTP endpoint: /metrics (ServiceMetrics and bloomgate_build_info), /healthz, and /readyz
-// (ready while the service is consuming). Listens from construction; must be destroyed before `service`.
+// (ready while the service is consuming). Listens from construction; must be destroyed before what
+// `snapshot` reads (a Service, or ServiceWorkers with the merged snapshot of every worker).
 class ServiceEndpoints {
  public:
+  using SnapshotSource = std::function<ServiceSnapshot()>;  // called from the endpoint's threads
   // Throws std::runtime_error naming the address when it cannot listen there.
-  ServiceEndpoints(const Service& service, const config::Config& config, const std::string& listen);
+  ServiceEndpoints(SnapshotSource snapshot, const config::Config& config, const std::string& listen);
+  ServiceEndpoints(const Service& service, const config::Config& config, const std::string& listen)
+      : ServiceEndpoints([&service] { return service.snapshot(); }, config, listen) {}
+  ServiceEndpoints(const ServiceWorkers& workers, const config::Config& config, const std::string& listen)
+      : ServiceEndpoints([&workers] { return workers.snapshot(); }, config, listen) {}
   ~ServiceEndpoints();
   std::string address() const;
 

@@ -16,17 +16,56 @@
 // Thread-safety: run() on one thread; snapshot() from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bloomgate/app/service.h"
 #include "bloomgate/config/config.h"
 
 namespace bloomgate::app {
+
+class StateDirectory;
+
+// The workers of one process, run as `bloomgate run` runs them. With one worker it is the single service,
+// which opens its own state directory; with several, the state directory is opened here once and handed to
+// each.
+class ServiceWorkers {
+ public:
+  // Validates what can be checked without Kafka, as Service does; throws std::invalid_argument.
+  ServiceWorkers(config::Config config, ServiceOptions options);
+  ~ServiceWorkers();
+  ServiceWorkers(const ServiceWorkers&) = delete;
+  ServiceWorkers& operator=(const ServiceWorkers&) = delete;
+
+  // Resolves `workers: auto` (one metadata request), starts the workers, and runs until the stop flag is
+  // set or a worker fails, then stops them all; never throws. The failing worker's result, else exit 0.
+  RunResult run();
+
+  // The process's snapshot (merge_snapshots); an empty, not-running one before the workers started.
+  ServiceSnapshot snapshot() const;
+
+  // Each worker's own snapshot, in worker order (for tests and diagnostics).
+  std::vector<ServiceSnapshot> worker_snapshots() const;
+
+  // How many workers run (0 before run() resolved it).
+  std::uint32_t count() const;
+
+ private:
+  std::uint32_t resolved_count();
+  RunResult run_all();
+
+  config::Config config_;
+  ServiceOptions options_;
+  std::atomic<bool> stop_workers_{false};  // what the workers watch: set by the stop flag or a failure
+  std::unique_ptr<StateDirectory> state_;
+  mutable std::mutex mutex_;               // guards workers_ (built in run(), read by snapshot())
+  std::vector<std::unique_ptr<Service>> workers_;
+};
 
 // The cores this process may run on: its CPU affinity, lowered by a cgroup v2 CPU quota (a container's
 // CPU limit) when one is set. At least 1.

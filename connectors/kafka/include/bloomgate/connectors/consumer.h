@@ -107,7 +107,13 @@ class Consumer {
   [[nodiscard]] std::optional<std::int64_t> cached_high_watermark(const std::string& topic, std::int32_t partition) const;
 
   // Leaves the group (running on_revoked for what it owns) and stops fetching. Idempotent.
-  KafkaError close();
+  // A member that subscribed but has not had its first assignment yet may be half-way through joining:
+  // librdkafka 2.0.2 aborts the process when such a cooperative-sticky member is destroyed (its assignor
+  // has no state until the first assignment; fixed in librdkafka 2.3.0). So close() first polls, for at
+  // most `first_assignment_wait`, until that assignment comes; it takes and gives back what it is handed
+  // then without calling on_assigned or on_revoked, and drops the messages polled meanwhile (nothing was
+  // stored or committed for them).
+  KafkaError close(std::chrono::milliseconds first_assignment_wait = std::chrono::seconds(10));
 
   [[nodiscard]] std::uint64_t callback_exceptions() const noexcept { return callbacks_.exceptions_caught(); }
   [[nodiscard]] rd_kafka_t* native_handle() const noexcept { return handle_.get(); }
@@ -118,6 +124,9 @@ class Consumer {
     explicit Callbacks(ConsumerOptions& options);
     void rebalance(rd_kafka_t* handle, rd_kafka_resp_err_t reason, rd_kafka_topic_partition_list_t* partitions) noexcept;
     void committed(rd_kafka_resp_err_t result, const rd_kafka_topic_partition_list_t* offsets) noexcept;
+    bool assigned_once() const noexcept { return assigned_once_; }
+    // From now on assignments and revocations are applied without calling the functions (close()).
+    void stop_reporting() noexcept { reporting_ = false; }
 
    private:
     void assign(rd_kafka_t* handle, rd_kafka_topic_partition_list_t* partitions, bool cooperative) noexcept;
@@ -128,6 +137,8 @@ class Consumer {
     PartitionsFunction on_revoked_;
     PartitionsFunction on_lost_;
     CommitFunction on_commit_;
+    bool assigned_once_ = false;
+    bool reporting_ = true;
   };
   static void rebalance_trampoline(rd_kafka_t* handle, rd_kafka_resp_err_t reason,
                                    rd_kafka_topic_partition_list_t* partitions, void* opaque);
@@ -136,6 +147,7 @@ class Consumer {
 
   Callbacks callbacks_;  // declared before handle_: outlives it
   KafkaHandle handle_;
+  bool subscribed_ = false;
   bool closed_ = false;
 };
 
