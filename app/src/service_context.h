@@ -1,6 +1,6 @@
 // File: service_context.h
 //
-// ServiceContext: what the parts of one service loop share (service.cc builds them around it): the
+// ServiceContext: what the parts of one service loop share (ServiceLoop builds them around it): the
 // configuration, the options, the loop's Kafka clients, its failure, its stop deadline and its commit
 // counters. One per loop: the process-wide pieces (the state directory, the metrics registry, the stop
 // flag) are passed to the loop from outside it.

@@ -9,7 +9,6 @@
 #include <rocksdb/write_batch.h>
 #include <fcntl.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,176 +25,21 @@
 
 #include "bloomgate/connectors/state_environment.h"
 #include "bloomgate/filters/format.h"
+#include "state_layout.h"
+#include "state_reads.h"
 
 namespace bloomgate::connectors {
+
+using namespace state_layout;  // the key layout and the record codecs (state_layout.h)
+using namespace state_reads;   // read options, errors and the restore's lookups (state_reads.h)
+
 namespace {
 
-using Kind = StateStoreError::Kind;
-
-// "bgs1" 0x00: the version tag every key starts with; "bgs1" 0x01 is the first key past them.
-constexpr std::string_view kKeyTag{"bgs1\0", 5};
-constexpr std::string_view kKeyTagEnd{"bgs1\1", 5};
-
-constexpr char kCheckpointKind = 'c';
-constexpr char kMetaKind = 'm';
-constexpr char kSnapshotKind = 'n';
-constexpr char kBandKind = 'p';
-constexpr char kSliceKind = 's';
-
-constexpr std::string_view kCheckpointMagic = "BGCP";
-constexpr std::uint8_t kCheckpointVersion = 1;
-constexpr std::size_t kCheckpointSize = 4 + 1 + 4 * 8 + 8;
-
 constexpr std::size_t kWriteBufferSize = std::size_t{16} << 20;
-
-void append_be(std::string& out, std::uint64_t value, std::size_t width) {
-  for (std::size_t i = width; i-- > 0;) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
-}
-
-std::uint64_t read_be(std::string_view in) {
-  std::uint64_t value = 0;
-  for (const char c : in) value = (value << 8) | static_cast<unsigned char>(c);
-  return value;
-}
-
-void validate(const PartitionId& id) {
-  if (id.topic.empty() || id.topic.find('\0') != std::string::npos) {
-    throw StateStoreError(Kind::kInvalidArgument, "state store: topic name \"" + id.topic +
-                                                      "\" is not valid (empty, or contains a NUL byte)");
-  }
-  if (id.partition < 0) {
-    throw StateStoreError(Kind::kInvalidArgument,
-                          "state store: partition " + std::to_string(id.partition) + " of topic " + id.topic +
-                              " is negative");
-  }
-}
-
-// "bgs1" 0x00 topic 0x00 partition: the prefix of every key of one partition. The partition is
-// non-negative, so the prefix of partition + 1 (as an unsigned 32-bit value) is the first key past it.
-std::string partition_prefix(const PartitionId& id, std::uint32_t partition_delta = 0) {
-  std::string key(kKeyTag);
-  key += id.topic;
-  key.push_back('\0');
-  append_be(key, static_cast<std::uint32_t>(id.partition) + partition_delta, 4);
-  return key;
-}
-
-std::string record_key(std::string prefix, char kind) {
-  prefix.push_back(kind);
-  return prefix;
-}
-
-std::string numbered_key(std::string prefix, char kind, std::uint64_t number) {
-  prefix.push_back(kind);
-  append_be(prefix, number, 8);
-  return prefix;
-}
-
-std::string slice_key(const std::string& prefix, std::uint64_t slice_id) {
-  return numbered_key(prefix, kSliceKind, slice_id);
-}
 
 // Deletes every snapshot band of the partition: a range delete, whatever their number.
 rocksdb::Status delete_bands(rocksdb::WriteBatch& batch, const std::string& prefix) {
   return batch.DeleteRange(numbered_key(prefix, kBandKind, 0), record_key(prefix, static_cast<char>(kBandKind + 1)));
-}
-
-// A key of the version-1 layout, taken apart. nullopt when it does not parse.
-struct ParsedKey {
-  PartitionId id;
-  char kind;
-};
-
-std::optional<ParsedKey> parse_key(std::string_view key) {
-  if (!key.starts_with(kKeyTag)) return std::nullopt;
-  const std::size_t topic_end = key.find('\0', kKeyTag.size());
-  if (topic_end == std::string_view::npos || topic_end == kKeyTag.size()) return std::nullopt;
-  if (key.size() < topic_end + 1 + 4 + 1) return std::nullopt;
-  const std::uint64_t partition = read_be(key.substr(topic_end + 1, 4));
-  if (partition > 0x7FFFFFFFU) return std::nullopt;
-  ParsedKey parsed{PartitionId{std::string(key.substr(kKeyTag.size(), topic_end - kKeyTag.size())),
-                               static_cast<std::int32_t>(partition)},
-                   key[topic_end + 5]};
-  return parsed;
-}
-
-std::uint64_t checkpoint_checksum(std::string_view key, std::string_view body) {
-  std::string covered;
-  covered.reserve(key.size() + body.size());
-  covered.append(key).append(body);
-  return XXH3_64bits(covered.data(), covered.size());
-}
-
-std::string encode_checkpoint(std::string_view key, const PartitionCheckpoint& checkpoint) {
-  filters::ByteWriter w;
-  w.bytes(kCheckpointMagic);
-  w.u8(kCheckpointVersion);
-  w.i64(checkpoint.next_offset);
-  w.i64(checkpoint.output_offset);
-  w.i64(checkpoint.written_at_ms);
-  w.i64(checkpoint.filter_time_ns);
-  std::string record = w.take();
-  filters::ByteWriter sum;
-  sum.u64(checkpoint_checksum(key, record));
-  record += sum.take();
-  return record;
-}
-
-PartitionCheckpoint decode_checkpoint(std::string_view key, std::string_view record, const PartitionId& id) {
-  const auto corrupt = [&](const std::string& what) {
-    return StateStoreError(Kind::kCorrupt, "state store: the checkpoint record of " + to_string(id) + " " + what);
-  };
-  if (record.size() != kCheckpointSize) {
-    throw corrupt("has " + std::to_string(record.size()) + " bytes, expected " + std::to_string(kCheckpointSize));
-  }
-  filters::ByteReader r(record);
-  if (r.bytes(4, "magic") != kCheckpointMagic) throw corrupt("does not start with \"BGCP\"");
-  if (const std::uint8_t version = r.u8("version"); version != kCheckpointVersion) {
-    throw corrupt("has version " + std::to_string(version) + ", this build reads version " +
-                  std::to_string(kCheckpointVersion));
-  }
-  PartitionCheckpoint checkpoint;
-  checkpoint.id = id;
-  checkpoint.next_offset = r.i64("next offset");
-  checkpoint.output_offset = r.i64("output offset");
-  checkpoint.written_at_ms = r.i64("written at");
-  checkpoint.filter_time_ns = r.i64("filter time");
-  if (r.u64("checksum") != checkpoint_checksum(key, record.substr(0, kCheckpointSize - 8))) {
-    throw corrupt("fails its checksum");
-  }
-  return checkpoint;
-}
-
-// Throws kCorrupt unless `record` is a valid filter record of the expected kind (and slice id).
-void verify_filter_record(std::string_view record, filters::RecordKind kind, std::uint64_t slice_id,
-                          const std::string& what) {
-  filters::Record parsed{};
-  try {
-    parsed = filters::decode_single_record(record);
-  } catch (const filters::FormatError& e) {
-    throw StateStoreError(Kind::kCorrupt, "state store: " + what + " is damaged: " + e.what());
-  }
-  if (parsed.kind != kind || parsed.slice_id != slice_id) {
-    throw StateStoreError(Kind::kCorrupt, "state store: " + what + " holds the record of another " +
-                                              (parsed.kind == filters::RecordKind::kMeta ? "metadata" : "slice") +
-                                              " (slice id " + std::to_string(parsed.slice_id) + ")");
-  }
-}
-
-Kind kind_of(const rocksdb::Status& status) {
-  if (status.IsCorruption()) return Kind::kCorrupt;
-  if (status.IsInvalidArgument()) return Kind::kInvalidArgument;
-  return Kind::kIo;
-}
-
-[[noreturn]] void fail(const rocksdb::Status& status, const std::string& context) {
-  throw StateStoreError(kind_of(status), "state store: " + context + ": " + status.ToString());
-}
-
-rocksdb::ReadOptions read_options() {
-  rocksdb::ReadOptions options;
-  options.verify_checksums = true;
-  return options;
 }
 
 rocksdb::WriteOptions write_options() {
@@ -657,30 +501,6 @@ std::optional<StoredPartition> StateStore::read(const PartitionId& id) const {
   return StoredPartition{decode_checkpoint(checkpoint_key, *checkpoint, id), std::move(*meta)};
 }
 
-namespace {
-
-// A restore reads a partition's slice records with one forward scan (with_slices, and the copying slices()),
-// bypassing the block cache: it reads each block once. No readahead of RocksDB's own (readahead_size 0,
-// and max_auto_readahead_size 0 in database_options()): RocksDB reads ahead into a prefetch buffer and then
-// copies every block out of it, and allocates that buffer anew for every scan. Each slice record is one
-// data block of ~200 KiB, read with one pread(2) straight into the block's buffer, and the kernel's own
-// readahead keeps the disk ahead of the scan (the table files are not advised random, database_options()).
-// Measured on state_bench's store (StateStore::open + restore_filter, cold, median of 15, twice each):
-// 0.031 and 0.029 s without, 0.039 and 0.041 s with an 8 MiB readahead. Asking the kernel up front to read
-// the partition's table files whole (posix_fadvise(POSIX_FADV_WILLNEED) on the live files whose key range
-// overlaps its slices, before the scan) was slower too: state_bench --reps 9, three alternated runs, RocksDB
-// reads 0.026, 0.027 and 0.045 s with it against 0.018-0.021 s without, the call itself ~1.8 ms. The disk
-// then serves both files at once, so the first blocks come no sooner, and the device's readahead
-// (read_ahead_kb 8192 on the bench's VM) already keeps the disk busy behind the scan.
-rocksdb::ReadOptions scan_options() {
-  rocksdb::ReadOptions options = read_options();
-  options.fill_cache = false;
-  options.readahead_size = 0;
-  return options;
-}
-
-}  // namespace
-
 // The slice records of one partition, read by one scan; shared by the copies of its SliceLookup.
 class StateStore::SliceReader {
  public:
@@ -731,68 +551,6 @@ class StateStore::SliceReader {
   std::vector<std::uint64_t> handed_out_;
 };
 
-namespace {
-
-// The slice lookup of with_slices(): one iterator over the partition's slice keys, created at the first
-// lookup, moved forward by later ones. A view is of the value in the iterator's current block, which stays
-// valid until the iterator moves (the next lookup). RocksDB verifies the block checksums as it reads;
-// the records' own checksums are left to filters::restore, which verifies each once.
-class SliceCursor {
- public:
-  SliceCursor(rocksdb::DB& db, const PartitionId& id)
-      : db_(db),
-        prefix_(partition_prefix(id)),
-        name_(to_string(id)),
-        end_(record_key(prefix_, static_cast<char>(kSliceKind + 1))),
-        upper_bound_(end_) {
-    options_ = scan_options();
-    options_.iterate_upper_bound = &upper_bound_;
-  }
-
-  std::optional<std::string_view> find(std::uint64_t slice_id) {
-    key_ = slice_key(prefix_, slice_id);
-    const rocksdb::Slice target(key_);
-    if (!it_) {
-      it_.reset(db_.NewIterator(options_));
-      it_->Seek(target);
-    } else if (!(it_->Valid() && it_->key() == target)) {
-      // Ascending lookups (time_limited's restore) find the next slice one step on; anything else seeks.
-      if (it_->Valid() && it_->key().compare(target) < 0) it_->Next();
-      if (!(it_->Valid() && it_->key() == target)) it_->Seek(target);
-    }
-    const std::string what = "slice " + std::to_string(slice_id) + " of " + name_;
-    if (!it_->status().ok()) fail(it_->status(), "reading " + what);
-    if (!it_->Valid() || it_->key() != target) return std::nullopt;
-    const std::string_view record(it_->value().data(), it_->value().size());
-    // Which record this is, without its checksum (restore verifies that): another slice's record under
-    // this key is damage the store reports, like a failed block checksum.
-    filters::Record parsed{};
-    try {
-      parsed = filters::peek_single_record(record);
-    } catch (const filters::FormatError& e) {
-      throw StateStoreError(Kind::kCorrupt, "state store: " + what + " is damaged: " + e.what());
-    }
-    if (parsed.kind != filters::RecordKind::kSlice || parsed.slice_id != slice_id) {
-      throw StateStoreError(Kind::kCorrupt, "state store: " + what + " holds the record of another " +
-                                                (parsed.kind == filters::RecordKind::kMeta ? "metadata" : "slice") +
-                                                " (slice id " + std::to_string(parsed.slice_id) + ")");
-    }
-    return record;
-  }
-
- private:
-  rocksdb::DB& db_;
-  const std::string prefix_;
-  const std::string name_;
-  const std::string end_;
-  const rocksdb::Slice upper_bound_;
-  rocksdb::ReadOptions options_;
-  std::string key_;
-  std::unique_ptr<rocksdb::Iterator> it_;  // last: destroyed before the bound it points to
-};
-
-}  // namespace
-
 void StateStore::with_slices(const PartitionId& id,
                              const std::function<void(const filters::SliceViews&)>& use) const {
   validate(id);
@@ -801,34 +559,6 @@ void StateStore::with_slices(const PartitionId& id,
     use(filters::SliceViews([&cursor](std::uint64_t slice_id) { return cursor.find(slice_id); }));
   });
 }
-
-namespace {
-
-// The band lookup of a snapshot restore: one Get per band, its value pinned (no copy) until the next one.
-// Reading the bands ahead on a thread of their own, so that the copying overlapped the disk, changed
-// nothing (cold fresh-process restores of state_bench's store, 12 alternated each: median 29.8 against
-// 29.7 ms), and two such threads were slower (45.8 against 36.9 ms): the reads are what takes the time.
-class BandReader {
- public:
-  BandReader(rocksdb::DB& db, const PartitionId& id) : db_(db), prefix_(partition_prefix(id)), name_(to_string(id)) {}
-
-  std::optional<std::string_view> find(std::uint64_t band) {
-    value_.Reset();
-    const rocksdb::Status status =
-        db_.Get(scan_options(), db_.DefaultColumnFamily(), numbered_key(prefix_, kBandKind, band), &value_);
-    if (status.IsNotFound()) return std::nullopt;
-    if (!status.ok()) fail(status, "reading snapshot band " + std::to_string(band) + " of " + name_);
-    return std::string_view(value_.data(), value_.size());
-  }
-
- private:
-  rocksdb::DB& db_;
-  const std::string prefix_;
-  const std::string name_;
-  rocksdb::PinnableSlice value_;
-};
-
-}  // namespace
 
 std::unique_ptr<filters::Filter> StateStore::restore_filter(const PartitionId& id, std::string_view filter_meta,
                                                             RestoreReport* report) const {
