@@ -174,6 +174,13 @@ INSTANTIATE_TEST_SUITE_P(
                                                        kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:3:14: kafka.guarantee: exactly_once needs kafka.instance_name: the transactional.id "
                   "is derived from it"},
+        // Found by fuzz/config_fuzzer (a use after free while the properties were read); kept as a regression case.
+        BadConfig{"null_property_name", "kafka:\n  brokers: a\n  properties:\n    : m\n    da: x\n" +
+                                            kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:4:5: kafka.properties: a property name must be a string"},
+        BadConfig{"list_as_property_name", "kafka:\n  brokers: a\n  properties:\n    ? [a]\n    : b\n    c: d\n" +
+                                               kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:4:7: kafka.properties: a property name must be a string"},
         BadConfig{"transactional_id_property", "kafka:\n  brokers: k:9092\n  properties: {transactional.id: x}\n" +
                                                    kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:3:16: kafka.properties.transactional.id: is set by bloomgate: use kafka.guarantee: "
