@@ -2,6 +2,7 @@
 // input; any other exception, a crash or a sanitizer report is a finding. What is accepted must render,
 // and the rendering must read back to the same configuration (`bloomgate validate` prints it for reuse).
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -35,6 +36,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     return 0;
   }
   const std::string rendered = bloomgate::config::render_effective(*config);
-  (void)rendered;
+  try {
+    const bloomgate::config::Config again = bloomgate::config::parse_config(rendered, "<rendered>", secrets);
+    if (bloomgate::config::render_effective(again) != rendered) {
+      std::fprintf(stderr, "the rendering reads back differently:\n%s", rendered.c_str());
+      std::abort();
+    }
+  } catch (const bloomgate::config::ConfigError& e) {
+    std::fprintf(stderr, "the rendering is refused: %s\n%s", e.what(), rendered.c_str());
+    std::abort();
+  }
   return 0;
 }

@@ -94,6 +94,7 @@ KafkaSettings read_kafka(const Context& ctx, MapReader& root) {
   if (const YAML::Node props = kafka.take("properties"); props && !props.IsNull()) {
     MapReader reader(ctx, props, "kafka.properties");
     for (const auto& entry : props) {
+      if (!entry.first.IsScalar()) fail(ctx, entry.first, "kafka.properties", "a property name must be a string");
       const std::string name = entry.first.Scalar();
       const std::string key = "kafka.properties." + name;
       reader.take(name);

@@ -42,7 +42,10 @@ bool MapReader::has(const std::string& key) const { return static_cast<bool>(nod
 
 YAML::Node MapReader::take(const std::string& key) {
   taken_.insert(key);
-  return node_[key];
+  // Looked up through a const node: yaml-cpp's non-const operator[] adds a missing key to the mapping,
+  // which invalidates any iteration over it in progress (found by fuzz/config_fuzzer).
+  const YAML::Node& mapping = node_;
+  return mapping[key];
 }
 
 YAML::Node MapReader::require(const std::string& key) {

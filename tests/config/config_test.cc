@@ -3,38 +3,13 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
+#include "config_test_support.h"
 
 namespace bloomgate::config {
 namespace {
 
 using namespace std::chrono_literals;
-
-SecretSources fake_secrets() {
-  static const std::map<std::string, std::string> env = {{"KAFKA_PASSWORD", "hunter2"}, {"BROKERS", "b1:9092,b2:9092"}};
-  static const std::map<std::string, std::string> files = {{"/run/secrets/jaas", "org.apache.kafka...;"}};
-  SecretSources s;
-  s.env = [](const std::string& name) -> std::optional<std::string> {
-    const auto it = env.find(name);
-    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
-  };
-  s.file = [](const std::string& path) -> std::optional<std::string> {
-    const auto it = files.find(path);
-    return it == files.end() ? std::nullopt : std::optional<std::string>(it->second);
-  };
-  return s;
-}
-
-Config parse(const std::string& yaml) { return parse_config(yaml, "bloomgate.yaml", fake_secrets()); }
-
-std::string error_of(const std::string& yaml) {
-  try {
-    parse(yaml);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(accepted)";
-}
+using namespace test_support;
 
 const std::string kMinimal =
     "kafka:\n"
@@ -95,12 +70,6 @@ TEST(Config, SecretsAreSubstitutedAndNeverRendered) {
   // The rendered configuration is itself a valid configuration.
   EXPECT_EQ(render_effective(parse(rendered)), rendered);
 }
-
-struct BadConfig {
-  const char* name;
-  std::string yaml;
-  std::string message;
-};
 
 class MalformedConfig : public ::testing::TestWithParam<BadConfig> {};
 
@@ -174,6 +143,13 @@ INSTANTIATE_TEST_SUITE_P(
                                                        kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:3:14: kafka.guarantee: exactly_once needs kafka.instance_name: the transactional.id "
                   "is derived from it"},
+        // Found by fuzz/config_fuzzer (a use after free while the properties were read); kept as a regression case.
+        BadConfig{"null_property_name", "kafka:\n  brokers: a\n  properties:\n    : m\n    da: x\n" +
+                                            kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:4:5: kafka.properties: a property name must be a string"},
+        BadConfig{"list_as_property_name", "kafka:\n  brokers: a\n  properties:\n    ? [a]\n    : b\n    c: d\n" +
+                                               kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:4:7: kafka.properties: a property name must be a string"},
         BadConfig{"transactional_id_property", "kafka:\n  brokers: k:9092\n  properties: {transactional.id: x}\n" +
                                                    kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:3:16: kafka.properties.transactional.id: is set by bloomgate: use kafka.guarantee: "

@@ -5,18 +5,14 @@
 #include <string>
 
 #include "bloomgate/config/config.h"
+#include "config_test_support.h"
 
 namespace bloomgate::config {
 namespace {
 
-SecretSources no_secrets() {
-  SecretSources s;
-  s.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  s.file = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  return s;
-}
+using namespace test_support;
 
-// One pipeline whose `key:` is `key` (written after "    key: ") and whose other settings follow in `extra`.
+// One pipeline whose `key:` is `key` (written after "    key: ", on line 7 unless `extra` adds lines before it).
 std::string pipeline_with_key(const std::string& key, const std::string& extra = "") {
   return "kafka: {brokers: k:9092}\n"
          "pipelines:\n"
@@ -25,17 +21,6 @@ std::string pipeline_with_key(const std::string& key, const std::string& extra =
          "    output: unique\n"
          "    ttl: 10m\n" +
          extra + "    key: " + key + "\n";
-}
-
-Config parse(const std::string& yaml) { return parse_config(yaml, "bloomgate.yaml", no_secrets()); }
-
-std::string error_of(const std::string& yaml) {
-  try {
-    parse(yaml);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(accepted)";
 }
 
 const std::string kThreeParts =
@@ -109,13 +94,7 @@ TEST(KeyConfig, TheEffectiveConfigurationListsThePartsAndReadsBackTheSame) {
   EXPECT_NE(one.find("key: {from: json, pointer: /id, lowercase: true, empty_is_error: true}"), std::string::npos) << one;
 }
 
-struct BadKey {
-  const char* name;
-  std::string yaml;
-  std::string message;
-};
-
-class MalformedKey : public ::testing::TestWithParam<BadKey> {};
+class MalformedKey : public ::testing::TestWithParam<BadConfig> {};
 
 TEST_P(MalformedKey, StopsWithAMessageNamingKeyLineAndColumn) { EXPECT_EQ(error_of(GetParam().yaml), GetParam().message); }
 
@@ -128,46 +107,46 @@ std::string seventeen_parts() {
 INSTANTIATE_TEST_SUITE_P(
     KeyConfig, MalformedKey,
     ::testing::Values(
-        BadKey{"from_and_parts", pipeline_with_key("{ from: value, parts: [{from: value}] }"),
+        BadConfig{"from_and_parts", pipeline_with_key("{ from: value, parts: [{from: value}] }"),
                "bloomgate.yaml:7:18: pipelines[0].key.from: a key has either from or parts, not both"},
-        BadKey{"parts_not_a_list", pipeline_with_key("{ parts: {from: value} }"),
+        BadConfig{"parts_not_a_list", pipeline_with_key("{ parts: {from: value} }"),
                "bloomgate.yaml:7:19: pipelines[0].key.parts: expected a list of at least one part, like "
                "[{from: json, pointer: /id}]"},
-        BadKey{"no_parts", pipeline_with_key("{ parts: [] }"),
+        BadConfig{"no_parts", pipeline_with_key("{ parts: [] }"),
                "bloomgate.yaml:7:19: pipelines[0].key.parts: expected a list of at least one part, like "
                "[{from: json, pointer: /id}]"},
-        BadKey{"too_many_parts", pipeline_with_key(seventeen_parts()),
+        BadConfig{"too_many_parts", pipeline_with_key(seventeen_parts()),
                "bloomgate.yaml:7:19: pipelines[0].key.parts: 17 parts, over the limit of 16"},
-        BadKey{"part_not_a_mapping", pipeline_with_key("{ parts: [value] }"),
+        BadConfig{"part_not_a_mapping", pipeline_with_key("{ parts: [value] }"),
                "bloomgate.yaml:7:20: pipelines[0].key.parts[0]: expected a mapping of keys to values"},
-        BadKey{"part_without_from", pipeline_with_key("{ parts: [{from: value}, {pointer: /id}] }"),
+        BadConfig{"part_without_from", pipeline_with_key("{ parts: [{from: value}, {pointer: /id}] }"),
                "bloomgate.yaml:7:35: pipelines[0].key.parts[1].from: is required"},
-        BadKey{"unknown_source", pipeline_with_key("{ parts: [{from: body}] }"),
+        BadConfig{"unknown_source", pipeline_with_key("{ parts: [{from: body}] }"),
                "bloomgate.yaml:7:27: pipelines[0].key.parts[0].from: \"body\" is not one of: message_key, json, "
                "header, value"},
-        BadKey{"json_part_without_pointer", pipeline_with_key("{ parts: [{from: value}, {from: json}] }"),
+        BadConfig{"json_part_without_pointer", pipeline_with_key("{ parts: [{from: value}, {from: json}] }"),
                "bloomgate.yaml:7:35: pipelines[0].key.parts[1].pointer: is required"},
-        BadKey{"json_part_bad_pointer", pipeline_with_key("{ parts: [{from: json, pointer: tenant}] }"),
+        BadConfig{"json_part_bad_pointer", pipeline_with_key("{ parts: [{from: json, pointer: tenant}] }"),
                "bloomgate.yaml:7:42: pipelines[0].key.parts[0].pointer: a JSON pointer starts with /, like /order_id"},
-        BadKey{"header_part_without_name", pipeline_with_key("{ parts: [{from: header}] }"),
+        BadConfig{"header_part_without_name", pipeline_with_key("{ parts: [{from: header}] }"),
                "bloomgate.yaml:7:20: pipelines[0].key.parts[0].name: is required"},
-        BadKey{"header_part_empty_name", pipeline_with_key("{ parts: [{from: header, name: \"\"}] }"),
+        BadConfig{"header_part_empty_name", pipeline_with_key("{ parts: [{from: header, name: \"\"}] }"),
                "bloomgate.yaml:7:41: pipelines[0].key.parts[0].name: a header name must not be empty"},
-        BadKey{"pointer_on_a_header_part", pipeline_with_key("{ parts: [{from: header, name: r, pointer: /r}] }"),
+        BadConfig{"pointer_on_a_header_part", pipeline_with_key("{ parts: [{from: header, name: r, pointer: /r}] }"),
                "bloomgate.yaml:7:44: pipelines[0].key.parts[0].pointer: unknown key; expected one of: from, "
                "lowercase, name, trim"},
-        BadKey{"trim_not_a_bool", pipeline_with_key("{ parts: [{from: value, trim: yes}] }"),
+        BadConfig{"trim_not_a_bool", pipeline_with_key("{ parts: [{from: value, trim: yes}] }"),
                "bloomgate.yaml:7:40: pipelines[0].key.parts[0].trim: expected true or false, found \"yes\""},
-        BadKey{"lowercase_not_a_bool", pipeline_with_key("{ from: value, lowercase: 1 }"),
+        BadConfig{"lowercase_not_a_bool", pipeline_with_key("{ from: value, lowercase: 1 }"),
                "bloomgate.yaml:7:36: pipelines[0].key.lowercase: expected true or false, found \"1\""},
-        BadKey{"pointer_beside_parts", pipeline_with_key("{ parts: [{from: value}], pointer: /id }"),
+        BadConfig{"pointer_beside_parts", pipeline_with_key("{ parts: [{from: value}], pointer: /id }"),
                "bloomgate.yaml:7:36: pipelines[0].key.pointer: unknown key; expected one of: empty_is_error, from, "
                "parts"},
-        BadKey{"max_key_bytes_below_the_prefixes",
+        BadConfig{"max_key_bytes_below_the_prefixes",
                pipeline_with_key("{ parts: [{from: value}, {from: message_key}, {from: value}] }", "    max_key_bytes: 12\n"),
                "bloomgate.yaml:7:20: pipelines[0].max_key_bytes: 12 cannot hold a key of 3 parts, whose encoding "
                "spends 4 bytes of length per part: must be at least 13"},
-        BadKey{"max_key_bytes_beyond_the_prefix",
+        BadConfig{"max_key_bytes_beyond_the_prefix",
                pipeline_with_key("{ parts: [{from: value}, {from: message_key}] }", "    max_key_bytes: 4294967296\n"),
                "bloomgate.yaml:7:20: pipelines[0].max_key_bytes: must be at most 4294967295 for a key of parts, "
                "whose lengths are written in 4 bytes"}),
