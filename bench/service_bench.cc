@@ -48,6 +48,7 @@
 #include "bloomgate/app/logging.h"
 #include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/app/service.h"
+#include "bloomgate/app/service_workers.h"
 #include "bloomgate/app/source_header.h"
 #include "bloomgate/app/temporary_directory.h"
 #include "bloomgate/config/config.h"
@@ -124,6 +125,7 @@ struct Options {
   bool timeline = false;  // print every sample to stderr
   bool service_thread = false;  // run the service on a std::thread rather than on main
   int members = 1;  // instances of the service in this process and group, each on a thread of its own
+  int workers = 0;  // > 0: the service as that many workers of ONE process (app::ServiceWorkers)
   std::string perf_control;  // a `perf record --control fifo:PATH` FIFO: enabled during the rounds only
   std::string sides = "both";  // both, passthrough, service or none (for profiling: no ratios)
   double target = 0.9;
@@ -630,9 +632,41 @@ app::ServiceOptions member_options(const Setup& setup, std::atomic<bool>& stop) 
   return options;
 }
 
+// --workers N: the service as `bloomgate run` runs it with `workers: N`, N group members on threads of one
+// process sharing one state directory; run on the calling thread until the progress plugin sets `stop`.
+RoundResult run_service_workers(const Setup& setup, const std::string& group, const std::string& output,
+                                int checkpoint_ms) {
+  create_topic(setup, output);
+  const std::uint64_t total = setup.options.events;
+  std::atomic<bool> stop{false};
+  config::Config config = service_config(setup, group, output, checkpoint_ms);
+  config.workers = static_cast<std::uint32_t>(setup.options.workers);
+  app::ServiceWorkers workers(std::move(config), member_options(setup, stop));
+  const auto run_started = Clock::now();
+  progress::start(total, milliseconds(setup.options.sample_ms), &stop, setup.options.workers > 1);
+  const app::RunResult run_result = workers.run();
+  const double run_seconds = seconds_between(run_started, Clock::now());
+  const std::vector<progress::Sample> samples = progress::stop();
+  if (run_result.exit_code != 0) throw std::runtime_error("service: " + run_result.error);
+  const app::ServiceSnapshot final_state = workers.snapshot();
+  RoundResult result;
+  result.commits = final_state.commits;
+  result.consumed = final_state.consumed;
+  result.produced = final_state.forwarded;
+  result.duplicates = final_state.duplicates;
+  if (result.consumed != total) {
+    throw std::runtime_error("service consumed " + grouped(result.consumed) + " of " + grouped(total) + " events");
+  }
+  result.figures = figures_of(samples, setup.options, "service");
+  if (setup.options.workers > 1) blank_loop_columns(result.figures);
+  result.run_seconds = run_seconds;
+  return result;
+}
+
 // The service, and with --members N, N-1 more instances of it in this process and group, each with a state
 // directory of its own, that the group's assignment gives a share of the partitions.
 RoundResult run_service(const Setup& setup, const std::string& group, const std::string& output, int checkpoint_ms) {
+  if (setup.options.workers > 0) return run_service_workers(setup, group, output, checkpoint_ms);
   create_topic(setup, output);
   const std::uint64_t total = setup.options.events;
   std::atomic<bool> stop{false};
@@ -1536,6 +1570,11 @@ int main(int argc, char** argv) {
                  "own state directory, sharing the partitions, against as many passthrough members (the loop "
                  "columns then read nan: a sample's thread is whichever member's took it)")
       ->check(CLI::Range(1, 8));
+  app.add_option("--workers", options.workers,
+                 "the service as N workers of one process (workers: N, one shared state directory), against N "
+                 "passthrough members; the loop columns then read nan as with --members")
+      ->check(CLI::Range(1, 8))
+      ->excludes("--members");
   app.add_flag("--timeline", options.timeline, "print every sample (time, CPU, events consumed) to stderr");
   app.add_option("--target", options.target, "the events/s ratio reported as PASS or MISS");
   app.add_option("--property", options.properties,
@@ -1554,6 +1593,7 @@ int main(int argc, char** argv) {
   app.add_option("--ab-target", options.ab_target, "the A/B events/s ratio reported as PASS or MISS");
   app.add_option("--json", options.json, "also write every figure as JSON to this file");
   CLI11_PARSE(app, argc, argv);
+  if (options.workers > 0) options.members = options.workers;  // as many passthrough members
   try {
     return bloomgate::bench::run(options);
   } catch (const std::exception& e) {
