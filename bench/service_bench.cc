@@ -962,7 +962,7 @@ PartFigures measure_consume(const Setup& setup, const std::string& group) {
 
 // ------------------------------------------------------------------------------------------------------
 // --checkpoint-ab: the service with a checkpoint every second against the same service with checkpoints
-// effectively off (issue 4: at least 0.95 x). Service-only round pairs on the same input; the order within
+// effectively off (the durable-state target: at least 0.95 x). Service-only round pairs on the same input; the order within
 // a pair alternates, so neither side always runs second. The measured span is the same as the rounds'
 // (from --warmup-share of the events to the last sample): give it enough events to hold several
 // checkpoints, and read the commits column, which counts them.
@@ -1584,7 +1584,7 @@ int main(int argc, char** argv) {
                "also run service-only round pairs: a checkpoint every --ab-on-ms against every --ab-off-ms");
   app.add_option("--ab-rounds", options.ab_rounds, "round pairs of --checkpoint-ab (median reported)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--ab-on-ms", options.ab_on_ms, "checkpoint interval of the A side (issue 4: every second)")
+  app.add_option("--ab-on-ms", options.ab_on_ms, "checkpoint interval of the A side (every second)")
       ->check(CLI::PositiveNumber);
   app.add_option("--ab-off-ms", options.ab_off_ms, "checkpoint interval of the B side (an hour: effectively off)")
       ->check(CLI::PositiveNumber);

@@ -1,6 +1,6 @@
 // File: bench/state_bench.cc
 //
-// The durable-state benchmark (issue 4): how long the RocksDB state store takes to give back a
+// The durable-state benchmark: how long the RocksDB state store takes to give back a
 // time-limited filter holding ten million keys (1e-3), against reading the same number of bytes from a
 // plain file on the same disk with read(2); and what a checkpoint costs, full and incremental (changed
 // slices only), against writing the same bytes to a plain file with fdatasync. The rebuild from the input's

@@ -30,17 +30,10 @@ Kind kind_of(const rocksdb::Status& status);
 rocksdb::ReadOptions read_options();
 // A restore reads a partition's slice records with one forward scan (with_slices, and the copying slices()),
 // bypassing the block cache: it reads each block once. No readahead of RocksDB's own (readahead_size 0,
-// and max_auto_readahead_size 0 in database_options()): RocksDB reads ahead into a prefetch buffer and then
-// copies every block out of it, and allocates that buffer anew for every scan. Each slice record is one
-// data block of ~200 KiB, read with one pread(2) straight into the block's buffer, and the kernel's own
-// readahead keeps the disk ahead of the scan (the table files are not advised random, database_options()).
-// Measured on state_bench's store (StateStore::open + restore_filter, cold, median of 15, twice each):
-// 0.031 and 0.029 s without, 0.039 and 0.041 s with an 8 MiB readahead. Asking the kernel up front to read
-// the partition's table files whole (posix_fadvise(POSIX_FADV_WILLNEED) on the live files whose key range
-// overlaps its slices, before the scan) was slower too: state_bench --reps 9, three alternated runs, RocksDB
-// reads 0.026, 0.027 and 0.045 s with it against 0.018-0.021 s without, the call itself ~1.8 ms. The disk
-// then serves both files at once, so the first blocks come no sooner, and the device's readahead
-// (read_ahead_kb 8192 on the bench's VM) already keeps the disk busy behind the scan.
+// and max_auto_readahead_size 0 in database_options()): each slice record is one data block of ~200 KiB,
+// read with one pread(2) straight into the block's buffer, and the kernel's readahead keeps the disk ahead
+// of the scan (the table files are not advised random). docs/decisions/state-store-reads.md has the
+// figures, and what was tried instead.
 rocksdb::ReadOptions scan_options();
 
 // The slice lookup of with_slices(): one iterator over the partition's slice keys, created at the first
@@ -101,10 +94,8 @@ class SliceCursor {
   std::unique_ptr<rocksdb::Iterator> it_;  // last: destroyed before the bound it points to
 };
 
-// The band lookup of a snapshot restore: one Get per band, its value pinned (no copy) until the next one.
-// Reading the bands ahead on a thread of their own, so that the copying overlapped the disk, changed
-// nothing (cold fresh-process restores of state_bench's store, 12 alternated each: median 29.8 against
-// 29.7 ms), and two such threads were slower (45.8 against 36.9 ms): the reads are what takes the time.
+// The band lookup of a snapshot restore: one Get per band, its value pinned (no copy) until the next one,
+// on the restoring thread (reading ahead on other threads gained nothing: docs/decisions/state-store-reads.md).
 class BandReader {
  public:
   BandReader(rocksdb::DB& db, const PartitionId& id)

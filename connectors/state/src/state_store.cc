@@ -144,27 +144,19 @@ rocksdb::Options database_options(const StateStoreOptions& options) {
   // The only reads are restores, which scan a partition's slices in key order: keep the kernel's readahead
   // (RocksDB's default advises random access on every table file it opens, which turns it off).
   db_options.advise_random_on_open = false;
-  // No compression of new table files. Filter slices are random bits, which Snappy fails to shrink (it then
-  // stores the block raw, after trying, at every flush and compaction), except the sparse slices of the
-  // newest keys: those it did compress, and decompressing them was 17% of a restore's CPU time (perf, on
-  // state_bench's store). Without it a restore of that filter took 1.1 ms less CPU (task-clock over 40 warm
-  // restores: 705 ms against 750) for table files 1.6% larger. Blocks written compressed by an older
-  // version say so in their trailer and still read.
+  // No compression of new table files: filter slices are random bits, and decompressing the few blocks
+  // Snappy did shrink cost a restore more than the bytes saved (docs/decisions/state-store-reads.md). Blocks
+  // written compressed by an older version say so in their trailer and still read.
   db_options.compression = rocksdb::kNoCompression;
   db_options.info_log = std::make_shared<ForwardingLogger>(options.log);
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   if (options.environment != nullptr) db_options.env = options.environment->env();
-  // A store holds few table files, and RocksDB's default of 16 threads to open them at DB::Open started
-  // threads for nothing: StateStore::open, cold, median of 12 fresh-process restores of state_bench's
-  // store, alternated: 5.6 ms with one thread against 6.4 with 16.
+  // A store holds few table files: one thread opens them faster than RocksDB's default of 16.
   db_options.max_file_opening_threads = 1;
   rocksdb::BlockBasedTableOptions table_options;
-  // Block checksums of new table files: a restore verifies every block it reads, on the thread that reads
-  // them. Debian's librocksdb 7.8.3 computes XXH3 with SSE2 code (perf: 7.2 ms of a cold restore's scanning
-  // thread in that loop), slower than its XXH64. state_bench --keys 10000000 --reps 9, two runs of each
-  // alternated: RocksDB reads warm 0.007 s with kxxHash64 against 0.010 with kXXH3 (0.030 with kCRC32c,
-  // 0.003-0.004 with none), cold 0.017 against 0.018-0.022. Each table file names its own checksum type,
-  // so files written with kXXH3 still read.
+  // Block checksums of new table files: a restore verifies every block it reads, and Debian's librocksdb
+  // 7.8.3 computes XXH64 faster than XXH3. Each table file names its own checksum type, so files written
+  // with kXXH3 still read.
   table_options.checksum = rocksdb::kxxHash64;
   table_options.max_auto_readahead_size = 0;  // no readahead of RocksDB's own: see scan_options()
   db_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options));

@@ -3,10 +3,9 @@
 // dead-letter record carries it; reconciliation after a restart reads it from the output tail
 // (docs/state.md), and people read it in the dead-letter topic.
 //
-// One header rather than three (topic, partition and offset each in its own, as before 0.1.0): librdkafka
-// allocates and lists every header of every record, and a record with three headers cost about 1.5x the
-// producing thread's CPU of a record with one (service_bench's breakdown, bench/README.md). Kafka topic
-// names are [a-zA-Z0-9._-]{1,249}, so the two last '/' split the value unambiguously.
+// One header rather than one per field: librdkafka allocates and lists every header of every record
+// (bench/README.md, "One source header instead of three"). Kafka topic names are [a-zA-Z0-9._-]{1,249},
+// so the two last '/' split the value unambiguously.
 #pragma once
 
 #include <array>

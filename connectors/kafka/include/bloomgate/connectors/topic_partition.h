@@ -4,7 +4,7 @@
 // rd_kafka_topic_partition_list_t. Used for assignments, commits and committed-offset queries.
 //
 // Commit metadata is the string Kafka stores next to a committed offset; the pipeline writes the
-// checkpoint's output offset there (service-design.md, "The state invariant", step 1).
+// checkpoint's output offset there (docs/state.md, "The three facts and the one rule").
 //
 // Thread-safety: value types.
 #pragma once

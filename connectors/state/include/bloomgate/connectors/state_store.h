@@ -4,7 +4,7 @@
 // and one record per slice, filters/format.h) and its checkpoint (where that filter state stands in the
 // input and in the output). One RocksDB database per state directory holds every partition.
 //
-// Why one WriteBatch per checkpoint (service-design.md, "The state invariant"): the filter state S, the
+// Why one WriteBatch per checkpoint (docs/state.md, "The three facts and the one rule"): the filter state S, the
 // next input offset C and the acknowledged output offset must move together. write_checkpoint() puts the
 // filter's metadata record, its changed slices, the deletes of its dropped slices and the checkpoint record
 // in one batch, written with the WAL and fdatasync before it returns: after a crash a partition's state is
