@@ -519,18 +519,31 @@ TEST(ServiceEndToEnd, DeadLettersAnEventMissingAKeyPartNamingThePart) {
                       "4 missing_header: key part 3 of 3 (header region): no header named \"region\""}));
 }
 
-TEST(ServiceEndToEnd, StopsWithoutLosingAnUnkeyableEventWhenThereIsNoDeadLetterTopic) {
-  EmbeddedBroker broker;
-  create_topics(broker, {"sensors", "sensors-unique"}, 1);
+// "sensors" (`partitions` partitions) and its output, keyed by the JSON field /id, with no dead-letter
+// topic; 15 events on each partition, of which partition 0's offset kBadOffset is not JSON.
+constexpr std::int64_t kBadOffset = 10;
+
+config::PipelineSettings sensors_without_dead_letters(EmbeddedBroker& broker, int partitions) {
+  create_topics(broker, {"sensors", "sensors-unique"}, partitions);
   config::PipelineSettings sensors = pipeline("sensors", "sensors", "sensors-unique", 1h);
   sensors.key = {config::KeySource::kJson, "/id", "", true};
-  constexpr std::int64_t kBadOffset = 10;
   std::vector<Event> events;
-  for (std::int64_t i = 0; i < 15; ++i) {
-    const std::string value = i == kBadOffset ? "{not json" : R"({"id":"s-)" + std::to_string(i) + R"("})";
-    events.push_back(keyed("m" + std::to_string(i), value));
+  for (std::int32_t partition = 0; partition < partitions; ++partition) {
+    for (std::int64_t i = 0; i < 15; ++i) {
+      const bool bad = partition == 0 && i == kBadOffset;
+      const std::string id = "s-" + std::to_string(partition) + "-" + std::to_string(i);
+      Event event = keyed("m" + std::to_string(i), bad ? "{not json" : R"({"id":")" + id + R"("})");
+      event.partition = partition;
+      events.push_back(std::move(event));
+    }
   }
   produce_all(broker, "sensors", events);
+  return sensors;
+}
+
+TEST(ServiceEndToEnd, StopsWithoutLosingAnUnkeyableEventWhenThereIsNoDeadLetterTopic) {
+  EmbeddedBroker broker;
+  const config::PipelineSettings sensors = sensors_without_dead_letters(broker, 1);
 
   ServiceThread service(service_config(broker, "no-dead-letter", {sensors}), broker);
   const std::optional<RunResult> result = service.wait_for_exit();
@@ -545,25 +558,11 @@ TEST(ServiceEndToEnd, StopsWithoutLosingAnUnkeyableEventWhenThereIsNoDeadLetterT
 }
 
 // Two workers, and the one owning partition 0 meets an unkeyable event with no dead-letter topic: it
-// stops there without committing it, the other worker stops cleanly with partition 1 committed to its
-// end, and the process's result is the failure.
+// stops there without committing it, the other worker stops cleanly, and the process's result is the
+// failure.
 TEST(ServiceEndToEnd, AWorkerThatFailsStopsTheOtherWorkerCleanly) {
   EmbeddedBroker broker;
-  create_topics(broker, {"sensors", "sensors-unique"}, 2);
-  config::PipelineSettings sensors = pipeline("sensors", "sensors", "sensors-unique", 1h);
-  sensors.key = {config::KeySource::kJson, "/id", "", true};
-  constexpr std::int64_t kBadOffset = 10;
-  std::vector<Event> events;
-  for (std::int32_t partition = 0; partition < 2; ++partition) {
-    for (std::int64_t i = 0; i < 15; ++i) {
-      const bool bad = partition == 0 && i == kBadOffset;
-      Event event = keyed("m" + std::to_string(i), bad ? "{not json" : R"({"id":"s-)" + std::to_string(partition) + "-" +
-                                                                       std::to_string(i) + R"("})");
-      event.partition = partition;
-      events.push_back(std::move(event));
-    }
-  }
-  produce_all(broker, "sensors", events);
+  const config::PipelineSettings sensors = sensors_without_dead_letters(broker, 2);
 
   config::Config config = service_config(broker, "worker-fails", {sensors});
   config.workers = 2;
