@@ -6,6 +6,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "target_clones.h"
+
 namespace bloomgate::filters::detail {
 namespace {
 
@@ -287,7 +289,7 @@ inline void narrow_swap_step(std::uint64_t* a) noexcept {
   }
 }
 
-__attribute__((target_clones("avx2", "default")))
+BLOOMGATE_TARGET_CLONES("avx2", "default")
 void transpose64(std::uint64_t* a) noexcept {
   wide_swap_step<32, 0x00000000FFFFFFFFULL>(a);
   wide_swap_step<16, 0x0000FFFF0000FFFFULL>(a);

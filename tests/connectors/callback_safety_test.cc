@@ -11,9 +11,7 @@ namespace bloomgate::connectors {
 namespace {
 
 using namespace std::chrono_literals;
-using test_support::consumer_config;
-using test_support::poll_until;
-using test_support::producer_config;
+using namespace test_support;
 
 TEST(CallbackSafety, ThrowingDeliveryFunctionIsCaughtAndReported) {
   EmbeddedBroker broker;
