@@ -150,6 +150,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"list_as_property_name", "kafka:\n  brokers: a\n  properties:\n    ? [a]\n    : b\n    c: d\n" +
                                                kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:4:7: kafka.properties: a property name must be a string"},
+        // Found by fuzz/config_fuzzer: yaml-cpp writes a byte that is not UTF-8 back as U+FFFD.
+        BadConfig{"not_utf8", "kafka:\n  brokers: k\xa0:9092\n" + kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:2:13: the file is not UTF-8 text (YAML must be)"},
+        BadConfig{"truncated_utf8_sequence", "kafka:\n  brokers: \xc3\n" + kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:2:12: the file is not UTF-8 text (YAML must be)"},
         BadConfig{"transactional_id_property", "kafka:\n  brokers: k:9092\n  properties: {transactional.id: x}\n" +
                                                    kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:3:16: kafka.properties.transactional.id: is set by bloomgate: use kafka.guarantee: "
@@ -163,6 +168,13 @@ TEST(Config, TheGuaranteeIsAtLeastOnceUnlessExactlyOnceIsAskedFor) {
   EXPECT_EQ(config.kafka.guarantee, Guarantee::kExactlyOnce);
   EXPECT_EQ(transactional_id(config.kafka), "dedup.node-1");
   EXPECT_NE(render_effective(config).find("guarantee: exactly_once"), std::string::npos);
+}
+
+TEST(Config, Utf8TextIsReadAndRenderedAsItIs) {
+  const Config c = parse("kafka:\n  brokers: k:9092\n  properties: {client.rack: \"gr\xc3\xbc\xc3\x9f\xe2\x82\xac\"}\n" +
+                         kMinimal.substr(kMinimal.find("pipelines:")));
+  EXPECT_EQ(c.kafka.properties.at("client.rack"), "gr\xc3\xbc\xc3\x9f\xe2\x82\xac");
+  EXPECT_EQ(render_effective(parse(render_effective(c))), render_effective(c));
 }
 
 TEST(Config, AnUnreadableFileIsAnError) {
