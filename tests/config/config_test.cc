@@ -177,6 +177,18 @@ TEST(Config, Utf8TextIsReadAndRenderedAsItIs) {
   EXPECT_EQ(render_effective(parse(render_effective(c))), render_effective(c));
 }
 
+// Found by fuzz/config_fuzzer: yaml-cpp wrote "k:9092   \r" plain, and it read back without its spaces.
+TEST(Config, StringsWithControlCharactersRenderQuotedAndReadBack) {
+  const Config c = parse("kafka:\n  brokers: \"k:9092   \\r\"\n  properties: {\"client.\\tid\": \"a\\u0001b\"}\n" +
+                         kMinimal.substr(kMinimal.find("pipelines:")));
+  EXPECT_EQ(c.kafka.brokers, "k:9092   \r");
+  EXPECT_EQ(c.kafka.properties.at("client.\tid"), "a\x01" "b");
+  const std::string rendered = render_effective(c);
+  EXPECT_NE(rendered.find("brokers: \"k:9092   \\r\""), std::string::npos) << rendered;
+  EXPECT_EQ(parse(rendered).kafka.brokers, c.kafka.brokers);
+  EXPECT_EQ(render_effective(parse(rendered)), rendered);
+}
+
 TEST(Config, AnUnreadableFileIsAnError) {
   try {
     load_config("/nonexistent/bloomgate.yaml", fake_secrets());
