@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <istream>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,15 @@ std::string parse_timestamped(std::string_view line, ParsedLine& parsed) {
   return {};
 }
 
-// The key of a record made of fields: the chosen fields, split at `delimiter`. `fields` and `key` are
-// reused from line to line; the returned view is into `record` (one field) or `key` (several).
+// The key of a record made of fields: the chosen fields, split at `delimiter`. `fields_` and `key_` are
+// reused from line to line; the returned view is into the record (one field) or `key_` (several).
 class FieldKey {
  public:
   explicit FieldKey(const FilterCommandOptions& options) : wanted_(options.fields), delimiter_(options.delimiter) {
-    for (std::size_t field : wanted_) highest_ = std::max(highest_, field);
+    for (std::size_t field : wanted_) {
+      if (field == 0) throw std::invalid_argument("fields are numbered from 1");
+      highest_ = std::max(highest_, field);
+    }
   }
 
   // Returns an error message when the record has too few fields.

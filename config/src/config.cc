@@ -1,5 +1,6 @@
 #include "bloomgate/config/config.h"
 
+#include <simdjson.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "bloomgate/config/duration.h"
 #include "yaml_reader.h"
@@ -377,6 +379,25 @@ void check_nesting(const std::string& text, const std::string& source) {
   }
 }
 
+// YAML is UTF-8 text. yaml-cpp reads other bytes as they are but writes them back as U+FFFD, so a name
+// that is not UTF-8 would not survive `bloomgate validate` (found by fuzz/config_fuzzer). Each line is
+// checked alone: a newline never sits inside a UTF-8 sequence. The column is where the longest valid
+// prefix of the line ends.
+void check_utf8(const std::string& text, const std::string& source) {
+  std::size_t line = 1;
+  for (std::size_t start = 0; start <= text.size(); ++line) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view content(text.data() + start, end - start);
+    if (!simdjson::validate_utf8(content.data(), content.size())) {
+      std::size_t valid = content.size();
+      while (valid > 0 && !simdjson::validate_utf8(content.data(), valid)) --valid;
+      throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(valid + 1) +
+                        ": the file is not UTF-8 text (YAML must be)");
+    }
+    start = end + 1;
+  }
+}
+
 std::optional<std::string> read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
@@ -462,6 +483,7 @@ std::uint32_t read_workers(const Context& ctx, MapReader& root) {
 
 Config parse_config(const std::string& yaml_text, const std::string& source, const SecretSources& secrets) {
   const Context ctx{source, &secrets};
+  check_utf8(yaml_text, source);
   check_nesting(yaml_text, source);
   YAML::Node root;
   try {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 namespace bloomgate::app {
@@ -117,6 +118,10 @@ TEST(FilterCommandFields, LinesWithTooFewFieldsAreReportedAndSkipped) {
   EXPECT_EQ(r.out, "a\tb\tc\n");
   EXPECT_EQ(r.result.malformed, 2U);
   EXPECT_EQ(r.err, "line 2: has 2 fields, --fields needs 3, skipped\nline 3: has 1 field, --fields needs 3, skipped\n");
+}
+
+TEST(FilterCommandFields, FieldZeroIsRefused) {
+  EXPECT_THROW(run("a\n", keyed_by_fields({1, 0})), std::invalid_argument);
 }
 
 TEST(FilterCommandFields, WithTimestampsTheFieldsAreThoseAfterTheTimestamp) {

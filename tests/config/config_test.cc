@@ -150,6 +150,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"list_as_property_name", "kafka:\n  brokers: a\n  properties:\n    ? [a]\n    : b\n    c: d\n" +
                                                kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:4:7: kafka.properties: a property name must be a string"},
+        // Found by fuzz/config_fuzzer: yaml-cpp writes a byte that is not UTF-8 back as U+FFFD.
+        BadConfig{"not_utf8", "kafka:\n  brokers: k\xa0:9092\n" + kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:2:13: the file is not UTF-8 text (YAML must be)"},
+        BadConfig{"truncated_utf8_sequence", "kafka:\n  brokers: \xc3\n" + kMinimal.substr(kMinimal.find("pipelines:")),
+                  "bloomgate.yaml:2:12: the file is not UTF-8 text (YAML must be)"},
         BadConfig{"transactional_id_property", "kafka:\n  brokers: k:9092\n  properties: {transactional.id: x}\n" +
                                                    kMinimal.substr(kMinimal.find("pipelines:")),
                   "bloomgate.yaml:3:16: kafka.properties.transactional.id: is set by bloomgate: use kafka.guarantee: "
@@ -211,6 +216,25 @@ TEST(Config, WorkersAreAutoUnlessCounted) {
             "bloomgate.yaml:1:10: workers: expected auto or a number of workers from 1 to 256");
   EXPECT_EQ(error_of("workers: -1\n" + kMinimal),
             "bloomgate.yaml:1:10: workers: expected auto or a number of workers from 1 to 256");
+}
+
+TEST(Config, Utf8TextIsReadAndRenderedAsItIs) {
+  const Config c = parse("kafka:\n  brokers: k:9092\n  properties: {client.rack: \"gr\xc3\xbc\xc3\x9f\xe2\x82\xac\"}\n" +
+                         kMinimal.substr(kMinimal.find("pipelines:")));
+  EXPECT_EQ(c.kafka.properties.at("client.rack"), "gr\xc3\xbc\xc3\x9f\xe2\x82\xac");
+  EXPECT_EQ(render_effective(parse(render_effective(c))), render_effective(c));
+}
+
+// Found by fuzz/config_fuzzer: yaml-cpp wrote "k:9092   \r" plain, and it read back without its spaces.
+TEST(Config, StringsWithControlCharactersRenderQuotedAndReadBack) {
+  const Config c = parse("kafka:\n  brokers: \"k:9092   \\r\"\n  properties: {\"client.\\tid\": \"a\\u0001b\"}\n" +
+                         kMinimal.substr(kMinimal.find("pipelines:")));
+  EXPECT_EQ(c.kafka.brokers, "k:9092   \r");
+  EXPECT_EQ(c.kafka.properties.at("client.\tid"), "a\x01" "b");
+  const std::string rendered = render_effective(c);
+  EXPECT_NE(rendered.find("brokers: \"k:9092   \\r\""), std::string::npos) << rendered;
+  EXPECT_EQ(parse(rendered).kafka.brokers, c.kafka.brokers);
+  EXPECT_EQ(render_effective(parse(rendered)), rendered);
 }
 
 TEST(Config, AnUnreadableFileIsAnError) {

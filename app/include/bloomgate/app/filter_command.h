@@ -24,7 +24,7 @@ struct FilterCommandOptions {
   filters::FilterOptions filter;
   bool timestamps = false;  // lines are EPOCH_MILLIS<TAB>KEY
   bool stats = false;       // print one JSON object of statistics on the error stream at the end
-  std::vector<std::size_t> fields;  // 1-based field numbers making up the key; empty: the whole KEY
+  std::vector<std::size_t> fields;  // 1-based field numbers making up the key (0 throws); empty: the whole KEY
   char delimiter = '\t';           // between the fields of KEY
 };
 
