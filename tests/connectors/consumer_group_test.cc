@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace bloomgate::connectors {
 namespace {
@@ -170,8 +172,7 @@ TEST(ConsumerGroup, CooperativeStickySplitsPartitionsAndHandsThemBackOnClose) {
 // A member that is stopped while it joins, before its first assignment (a worker told to stop while the
 // group rebalances): close() leaves the group without aborting the process (librdkafka 2.0.2's
 // cooperative-sticky assignor does, destroying a member with no assignor state), and without reporting the
-// partitions the rebalance then hands it for the moment it takes to give them back. Closed after
-// different pauses, to meet the join at different points.
+// partitions the rebalance then hands it for the moment it takes to give them back.
 TEST(ConsumerGroup, AMemberClosedBeforeItsFirstAssignmentLeavesQuietly) {
   EmbeddedBroker broker;
   constexpr int kPartitions = 4;
@@ -180,15 +181,23 @@ TEST(ConsumerGroup, AMemberClosedBeforeItsFirstAssignmentLeavesQuietly) {
   Consumer first(consumer_config(broker), first_member.options("joining-group"));
   ASSERT_TRUE(first.subscribe({"joining"}).ok());
   ASSERT_TRUE(poll_until({&first}, [&] { return first_member.owned == all_partitions(kPartitions); }));
-  for (const auto pause : {0ms, 300ms, 1000ms, 2500ms}) {
+  for (const auto pause : {1000ms}) {
     Membership late_member;
     Consumer late(consumer_config(broker), late_member.options("joining-group"));
     ASSERT_TRUE(late.subscribe({"joining"}).ok());
+    // Only the late member polls: the rebalance waits for the first member to rejoin, so the late one has
+    // joined and has no assignment when it is closed.
     const auto until = std::chrono::steady_clock::now() + pause;
-    (void)poll_until({&first, &late}, [&] { return std::chrono::steady_clock::now() >= until || !late_member.owned.empty(); });
+    (void)poll_until({&late}, [&] { return std::chrono::steady_clock::now() >= until; });
     const bool had_assignment = !late_member.ever_assigned.empty();
     const std::size_t reported = late_member.ever_assigned.size();
+    // The first member polls while the late one closes, as the other workers of a process do: the rebalance
+    // that brings the late member its first assignment needs it.
+    std::atomic<bool> closed{false};
+    std::thread keep_polling([&] { (void)poll_until({&first}, [&] { return closed.load(); }); });
     EXPECT_TRUE(late.close().ok()) << "pause " << pause.count() << " ms";
+    closed = true;
+    keep_polling.join();
     EXPECT_EQ(late_member.ever_assigned.size(), reported) << "close() reported an assignment";
     if (!had_assignment) {
       EXPECT_TRUE(late_member.ever_revoked.empty()) << "close() reported a revocation";
