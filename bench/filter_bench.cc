@@ -548,16 +548,11 @@ void print_rate(const RateReport& r) {
                 entry->name, in.k, in.l, in.slices, in.model_absent_probes, in.k, "", in.model_absent_probes + in.k,
                 in.k);
     if (entry->type == FilterType::kTimeLimited) {
-      // Slices of 2^16 bits or more sharing a size are stored transposed (column_segment.h): k row reads of
-      // about one column per slice; a row of up to 512 bits packed into lines is one line, else it straddles
-      // two with probability ~(bytes - 1) / 64.
-      const filters::detail::RowLayout layout = filters::detail::RowLayout::for_columns(in.slices, 1);
-      const double row_bytes = static_cast<double>(in.slices) / 8;
-      const double lines = layout.block_bits == 512 ? 1.0 : 1 + (row_bytes - 1) / 64;
-      std::printf("  %-16s   that models the b.5 walk (slices under 2^16 bits); larger slices sharing a size form one segment, "
-                  "and a query\n  %-16s   reads k=%u rows of ~%" PRIu64 " bits instead (%s): ~%.1f cache lines, all "
-                  "independent, and the insertion writes the same rows\n",
-                  "", "", in.k, in.slices, layout.block_bits == 512 ? "line-aligned" : "back to back", in.k * lines);
+      // The slices of one size form a segment of phase tables (column_segment.h): one cell per hash index.
+      std::printf("  %-16s   that models the b.5 walk; the filter's slices of one size form one segment, and a query "
+                  "loads\n  %-16s   k=%u cells of ~%" PRIu64 " bits, one per hash index (one line each, all independent), "
+                  "and the insertion sets bits in the same cells\n",
+                  "", "", in.k, (in.slices + in.k) / in.k);
     }
   }
   print_batches(r);

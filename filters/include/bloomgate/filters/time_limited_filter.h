@@ -10,13 +10,13 @@
 // settles at k+l slices. A slice expires when its stamp is older than now - T; expired slices are dropped
 // from the tail, and a still-valid oldest slice makes the filter grow by one slice instead.
 //
-// Storage (column_segment.h): slices of 2^16 bits or more that share one size are the columns of a
-// segment, stored transposed, so a query reads one row per hash index (k independent misses, requested
-// together) instead of walking up to k+l slices one dependent miss after another; it answers exactly as
-// the b.5 walk. To share, eq (8)'s size is rounded to the newest segment's when within -1/32..+1/128 of
-// it (time_limited_filter.cc explains the bias), so at a steady rate all slices live in one segment.
-// Smaller slices keep their exact sizes, one column each, and are queried by the walk. Records are
-// unchanged: each slice is still written and read as its own words.
+// Storage (column_segment.h): slices that share one size are the columns of a segment, grouped by hash
+// index into tables of small cells, so a query loads one cell per hash index (k independent reads,
+// requested together) instead of walking up to k+l slices one dependent miss after another, and finds the
+// runs of k among those k words; it answers exactly as the b.5 walk. To share, eq (8)'s size is rounded to
+// the newest segment's when within -1/8..+1/64 of it (time_limited_filter.cc explains the bias), so at a
+// steady rate all slices live in one segment, at every size. Records are unchanged: each slice is still
+// written and read as its own words.
 //
 // Guarantees: a key inserted at t0 is reported present at every `now` in [t0, t0 + T] (no false negatives
 // within T). From the end of its generation plus T (generations last at most 2T/l) its oldest slice has
@@ -119,8 +119,8 @@ class TimeLimitedFilter final : public Filter {
   const std::vector<const detail::ColumnSlice*>& slices_by_position() const;
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   std::uint64_t segment_rows(std::uint64_t bits) const;
+  void record_ask(std::uint64_t bits) noexcept;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
-  void choose_query();
   void grow(detail::ColumnSegment& segment);
   void resize(detail::ColumnSegment& segment, std::uint32_t columns);
   void restore_slices(std::vector<detail::BitSlice> decoded, const std::vector<std::uint64_t>& set_bits);
@@ -156,7 +156,6 @@ class TimeLimitedFilter final : public Filter {
 
   std::deque<detail::ColumnSlice> slices_;
   std::vector<std::unique_ptr<detail::ColumnSegment>> segments_;  // oldest first; slices go to the last
-  bool read_rows_ = true;  // query by rows (few row reads in all) or by the b.5 walk
   std::uint64_t layout_version_ = 0;  // bumped whenever a slice's validity may change other than by time
   std::uint64_t generation_size_ = 0;       // g
   std::uint64_t generation_remaining_ = 0;  // the reference's `counter`
@@ -166,6 +165,10 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t latest_now_ns_;              // the clamp: time never runs backwards
   std::uint64_t next_slice_id_ = 1;
   std::vector<std::uint64_t> dropped_slice_ids_;  // since the last persisted checkpoint
+  // The sizes eq (8) asked for at the slides (segment_rows): their running mean and variance, not persisted.
+  std::uint64_t asks_seen_ = 0;
+  double ask_mean_ = 0;
+  double ask_variance_ = 0;
 
   // Which slices are valid (oldest first), for every `now` in (valid_after_ns_, valid_until_ns_] at
   // layout_version_: slices expire about once per generation, so queries rarely recompute it.
@@ -174,7 +177,9 @@ class TimeLimitedFilter final : public Filter {
   mutable std::int64_t valid_after_ns_ = 0;
   mutable std::int64_t valid_until_ns_ = 0;
   mutable bool valid_has_expired_unstamped_ = false;
-  mutable std::vector<std::uint64_t> match_bits_;  // per query: valid slices holding the key's bit
+  // valid_ regrouped by the phase tables of the one segment (ColumnSegment::valid_by_phase), k words.
+  mutable std::vector<std::uint64_t> valid_by_phase_;
+  mutable std::vector<std::uint64_t> match_bits_;  // per query, several segments: valid slices holding the key's bit
   // slices_ by position (0 = newest) at by_position_version_: the walk reads them without the deque.
   mutable std::vector<const detail::ColumnSlice*> by_position_;
   mutable std::uint64_t by_position_version_ = ~std::uint64_t{0};
