@@ -41,24 +41,17 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       index_used_(k, 0) {}
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {
-  for (std::uint32_t j = 0; j < k_; ++j) {
-    if (index_used_[j] != 0) cell_starts[j] = phase_of_index_[j] * table_words_ * 64 + row_of(probes, j) * width_;
-  }
+  for (std::uint32_t j = 0; j < k_; ++j) cell_starts[j] = phase_of_index_[j] * table_words_ * 64 + row_of(probes, j) * width_;
 }
 
 void ColumnSegment::prefetch(const std::uint64_t* cell_starts) const noexcept {
   const auto* bytes = reinterpret_cast<const char*>(cells_.data());
-  for (std::uint32_t j = 0; j < k_; ++j) {
-    if (index_used_[j] != 0) __builtin_prefetch(bytes + (cell_starts[j] >> 3));
-  }
+  for (std::uint32_t j = 0; j < k_; ++j) __builtin_prefetch(bytes + (cell_starts[j] >> 3));
 }
 
 void ColumnSegment::load_cells(const std::uint64_t* cell_starts, const std::uint64_t* valid,
                                std::uint64_t* x) const noexcept {
-  for (std::uint32_t b = 0; b < k_; ++b) {
-    const std::uint32_t j = index_of_phase_[b];
-    x[b] = index_used_[j] != 0 ? cell_at(cell_starts[j]) & valid[b] : 0;
-  }
+  for (std::uint32_t b = 0; b < k_; ++b) x[b] = cell_at(cell_starts[index_of_phase_[b]]) & valid[b];
 }
 
 // A run of k consecutive columns from column s * k + b covers phases b..k-1 of slot s and phases 0..b-1 of

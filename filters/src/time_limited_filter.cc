@@ -142,13 +142,14 @@ bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) cons
 }
 
 bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) const {
-  return oldest_window(probes, now_ns) >= 0;
+  return oldest_window(probes, now_ns, nullptr, false) >= 0;
 }
 
 // b.5's answer, from one cell per hash index and segment. One segment (a steady rate): the runs of k are
 // found among the k cells (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the
 // valid slices holding the key's bit, oldest first, then the first run of k of them.
-std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located) const {
+std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located,
+                                              bool oldest) const {
   const std::size_t n = slices_.size();
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
   LocatedRows here;
@@ -156,6 +157,7 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
   if (segments_.size() == 1) {
     const ColumnSegment& segment = *segments_.front();
     if (!located_in(segment, *located)) locate(segment, probes, *located);
+    if (!oldest) return segment.any_run(located->start.data(), valid_by_phase_.data()) ? 0 : -1;
     const std::int64_t age = segment.oldest_run(located->start.data(), valid_by_phase_.data());
     return age < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(params_.k) - age;
   }
@@ -168,6 +170,17 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
   }
   for (std::size_t w = 0; w < valid.size(); ++w) match_bits_[w] &= valid[w];
   return detail::oldest_window_of_bits(match_bits_, n, params_.k);
+}
+
+// A deque's operator[] divides by its block's element count and its iterator steps through blocks; the
+// insertion reads the k newest slices from here instead.
+const std::vector<ColumnSlice*>& TimeLimitedFilter::slices_by_position() {
+  if (by_position_version_ != layout_version_) {
+    by_position_.clear();
+    for (ColumnSlice& slice : slices_) by_position_.push_back(&slice);
+    by_position_version_ = layout_version_;
+  }
+  return by_position_;
 }
 
 // Recomputed when the layout changed or `now` left the span over which no slice changes state.
@@ -225,7 +238,7 @@ bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint n
                                               std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const std::int64_t window = oldest_window(probes, now_ns, &located);
+  const std::int64_t window = oldest_window(probes, now_ns, &located, age != nullptr);
   const bool present = window >= 0;
   if (present && age != nullptr) *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);  // before a slide
   if (!present || refresh_on_duplicate_) insert(probes, now_ns, &located);
@@ -307,14 +320,19 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
     end_generation_early();
   }
   if (generation_remaining_ == 0) slide(now_ns);
-  // After a slide, reset or early generation end above the rows are found again.
-  auto newest = slices_.begin();  // stepped, not indexed: a deque's operator[] divides
-  for (std::uint32_t p = 0; p < params_.k; ++p, ++newest) {
-    ColumnSlice& slice = *newest;
-    if (located != nullptr && located_in(*slice.segment, *located)) {
-      slice.set_in_cell(located->start[slice.hash_index]);
-    } else {
-      slice.set(probes);
+  // After a slide, reset or early generation end above the cells are found again. The k newest slices are
+  // read from slices_by_position(): a deque's iterator steps and operator[] divides.
+  const std::vector<ColumnSlice*>& newest = slices_by_position();
+  if (located != nullptr && segments_.size() == 1 && located_in(*segments_.front(), *located)) {
+    for (std::uint32_t p = 0; p < params_.k; ++p) newest[p]->set_in_cell(located->start[newest[p]->hash_index]);
+  } else {
+    for (std::uint32_t p = 0; p < params_.k; ++p) {
+      ColumnSlice& slice = *newest[p];
+      if (located != nullptr && located_in(*slice.segment, *located)) {
+        slice.set_in_cell(located->start[slice.hash_index]);
+      } else {
+        slice.set(probes);
+      }
     }
   }
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;

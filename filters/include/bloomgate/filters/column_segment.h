@@ -73,8 +73,8 @@ class ColumnSegment {
     cells_[bit >> 6] |= mask;
     return was_clear;
   }
-  // The first bit of the key's cell for every hash index a live column uses, in cell_starts[index]: found
-  // once per key, then used to request, match and set its cells.
+  // The first bit of the key's cell for every hash index, in cell_starts[index]: found once per key, then
+  // used to request, match and set its cells.
   void locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept;
   // Requests the located cells.
   void prefetch(const std::uint64_t* cell_starts) const noexcept;

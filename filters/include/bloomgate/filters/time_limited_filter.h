@@ -113,10 +113,12 @@ class TimeLimitedFilter final : public Filter {
   };
   bool located_in(const detail::ColumnSegment& segment, const LocatedRows& located) const noexcept;
   void locate(const detail::ColumnSegment& segment, const detail::Probes& probes, LocatedRows& located) const noexcept;
-  // Reading by rows, leaves `located` (when given) holding the newest segment's rows.
-  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr) const;
+  // Leaves `located` (when given) holding the newest segment's cells. Without `oldest`, any window's
+  // position (0) may stand for the oldest one: enough to tell present from absent.
+  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
+                             bool oldest = true) const;
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
-  const std::vector<const detail::ColumnSlice*>& slices_by_position() const;
+  const std::vector<detail::ColumnSlice*>& slices_by_position();
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   std::uint64_t segment_rows(std::uint64_t bits) const;
   void record_ask(std::uint64_t bits) noexcept;
@@ -180,9 +182,9 @@ class TimeLimitedFilter final : public Filter {
   // valid_ regrouped by the phase tables of the one segment (ColumnSegment::valid_by_phase), k words.
   mutable std::vector<std::uint64_t> valid_by_phase_;
   mutable std::vector<std::uint64_t> match_bits_;  // per query, several segments: valid slices holding the key's bit
-  // slices_ by position (0 = newest) at by_position_version_: the walk reads them without the deque.
-  mutable std::vector<const detail::ColumnSlice*> by_position_;
-  mutable std::uint64_t by_position_version_ = ~std::uint64_t{0};
+  // slices_ by position (0 = newest) at by_position_version_: the insertion reads them without the deque.
+  std::vector<detail::ColumnSlice*> by_position_;
+  std::uint64_t by_position_version_ = ~std::uint64_t{0};
 };
 
 }  // namespace bloomgate::filters
