@@ -70,14 +70,41 @@ void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const
   }
 }
 
+// Every run holds one column of each phase, so a phase whose cell is zero rules out every run: at low
+// levels (cells of 2 to 4 bits) most absent keys stop there.
+bool ColumnSegment::runs_exist(const std::uint64_t* x) const noexcept {
+  std::uint64_t all = cell_mask_;
+  bool some_zero = false;
+  for (std::uint32_t b = 0; b < k_; ++b) {
+    some_zero |= x[b] == 0;
+    all &= x[b];
+  }
+  if (some_zero) return false;
+  if (all != 0) return true;  // a run within one slot
+  std::array<std::uint64_t, kMaxProbes> runs;
+  run_words(x, runs.data());
+  std::uint64_t any = 0;
+  for (std::uint32_t b = 1; b < k_; ++b) any |= runs[b];
+  return any != 0;
+}
+
 bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
   std::array<std::uint64_t, kMaxProbes> x;
-  std::array<std::uint64_t, kMaxProbes> runs;
   load_cells(cell_starts, valid, x.data());
-  run_words(x.data(), runs.data());
-  std::uint64_t any = 0;
-  for (std::uint32_t b = 0; b < k_; ++b) any |= runs[b];
-  return any != 0;
+  return runs_exist(x.data());
+}
+
+bool ColumnSegment::locate_any_run(const Probes& probes, const std::uint64_t* valid,
+                                   std::uint64_t* cell_starts) const noexcept {
+  std::array<std::uint64_t, kMaxProbes> x;
+  const std::uint64_t table_bits = table_words_ * 64;
+  for (std::uint32_t b = 0; b < k_; ++b) {
+    const std::uint32_t j = index_of_phase_[b];
+    const std::uint64_t start = b * table_bits + row_of(probes, j) * width_;
+    cell_starts[j] = start;
+    x[b] = cell_at(start) & valid[b];
+  }
+  return runs_exist(x.data());
 }
 
 std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {

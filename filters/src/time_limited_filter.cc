@@ -156,8 +156,13 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
   if (located == nullptr) located = &here;
   if (segments_.size() == 1) {
     const ColumnSegment& segment = *segments_.front();
+    if (!oldest) {
+      if (located_in(segment, *located)) return segment.any_run(located->start.data(), valid_by_phase_.data()) ? 0 : -1;
+      located->segment = &segment;
+      located->layout_version = layout_version_;
+      return segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data()) ? 0 : -1;
+    }
     if (!located_in(segment, *located)) locate(segment, probes, *located);
-    if (!oldest) return segment.any_run(located->start.data(), valid_by_phase_.data()) ? 0 : -1;
     const std::int64_t age = segment.oldest_run(located->start.data(), valid_by_phase_.data());
     return age < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(params_.k) - age;
   }
@@ -265,10 +270,11 @@ Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldes
   return Duration{std::max<std::int64_t>(0, elapsed(now_ns, recorded))};
 }
 
+// One segment: the query issues the k cell reads itself, together; several: they are requested first.
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
   const Probes probes(key, params_.k);
   LocatedRows located;
-  prefetch_first_lines(probes, located);
+  if (segments_.size() > 1) prefetch_first_lines(probes, located);
   return test_and_insert_probes(probes, now, located);
 }
 

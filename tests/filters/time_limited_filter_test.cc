@@ -539,6 +539,9 @@ TEST(ColumnSegment, MatchAndOldestRunAreTheKeysBitsInAgeOrder) {
         ASSERT_EQ(run < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(k) - run, window)
             << "k " << k << ", width " << width << ", trial " << trial;
         ASSERT_EQ(segment.any_run(cell_starts.data(), by_phase.data()), window >= 0);
+        std::array<std::uint64_t, detail::kMaxProbes> fused{};
+        ASSERT_EQ(segment.locate_any_run(probes, by_phase.data(), fused.data()), window >= 0);
+        for (std::uint32_t j = 0; j < k; ++j) ASSERT_EQ(fused[j], cell_starts[j]) << "hash index " << j;
       }
     }
   }

@@ -86,6 +86,8 @@ class ColumnSegment {
   std::int64_t oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
   // Whether such a run exists (the same search without locating the oldest).
   bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
+  // locate() and any_run() in one pass over the hash indexes: one call per key on the single-call path.
+  bool locate_any_run(const Probes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
   // `valid` by age rank (bit a of valid_by_age = the column of age rank a, oldest first) regrouped by phase,
   // into out[0..k).
   void valid_by_phase(const std::uint64_t* valid_by_age, std::uint64_t* out) const noexcept;
@@ -141,6 +143,8 @@ class ColumnSegment {
   void load_cells(const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t* x) const noexcept;
   // The run words: bit s of runs[b] = the run of k columns from column s * k + b holds the key.
   void run_words(const std::uint64_t* x, std::uint64_t* runs) const noexcept;
+  // Whether any run word of x is not zero.
+  bool runs_exist(const std::uint64_t* x) const noexcept;
   // out[c] = word `block` of column c (rows 64 block .. 64 block + 63), for every column.
   void read_block(std::uint64_t block, std::uint64_t* out) const noexcept;
   // ORs in[c] into word `block` of column c, for the columns whose phase bit is set in `phases`.
