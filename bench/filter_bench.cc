@@ -200,7 +200,6 @@ Timing time_batches(KeyStream& stream, std::uint64_t block_events, int repetitio
   std::unique_ptr<bool[]> answers(new bool[block_events]);
   std::vector<double> per_op;
   std::uint64_t present = 0;
-  Timing t;
   for (int r = 0; r < repetitions; ++r) {
     for (std::uint64_t i = 0; i < block_events; ++i) {
       const Event e = stream.next();
@@ -217,13 +216,8 @@ Timing time_batches(KeyStream& stream, std::uint64_t block_events, int repetitio
     for (std::uint64_t i = 0; i < block_events; ++i) present += answers[i] ? 1U : 0U;
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count();
     per_op.push_back(static_cast<double>(ns) / static_cast<double>(block_events));
-    t.operations += block_events;
   }
-  t.median_ns = median(per_op);
-  t.min_ns = *std::min_element(per_op.begin(), per_op.end());
-  t.max_ns = *std::max_element(per_op.begin(), per_op.end());
-  t.present_fraction = static_cast<double>(present) / static_cast<double>(t.operations);
-  return t;
+  return summarize(per_op, present, block_events * static_cast<std::uint64_t>(repetitions));
 }
 
 // For the age-partitioned family (stats().l > 0): the expected number of slices a query for an absent key

@@ -127,6 +127,18 @@ inline double median(std::vector<double> v) {
   return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
 }
 
+// The figures of timed blocks: `per_op` ns per operation of each block, `present` answers "duplicate" of
+// `operations` in all.
+inline Timing summarize(const std::vector<double>& per_op, std::uint64_t present, std::uint64_t operations) {
+  Timing t;
+  t.median_ns = median(per_op);
+  t.min_ns = *std::min_element(per_op.begin(), per_op.end());
+  t.max_ns = *std::max_element(per_op.begin(), per_op.end());
+  t.operations = operations;
+  t.present_fraction = static_cast<double>(present) / static_cast<double>(operations);
+  return t;
+}
+
 // Times `repetitions` consecutive blocks of the stream. Each block is generated into arrays first, so the
 // timed loop does nothing but call `op`; the filter stays at steady state across blocks.
 template <typename Op>
@@ -135,7 +147,6 @@ Timing time_blocks(KeyStream& stream, std::uint64_t block_events, int repetition
   std::vector<std::int64_t> times(block_events);
   std::vector<double> per_op;
   std::uint64_t present = 0;
-  Timing t;
   for (int r = 0; r < repetitions; ++r) {
     for (std::uint64_t i = 0; i < block_events; ++i) {
       const Event e = stream.next();
@@ -147,13 +158,8 @@ Timing time_blocks(KeyStream& stream, std::uint64_t block_events, int repetition
     const auto stop = std::chrono::steady_clock::now();
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count();
     per_op.push_back(static_cast<double>(ns) / static_cast<double>(block_events));
-    t.operations += block_events;
   }
-  t.median_ns = median(per_op);
-  t.min_ns = *std::min_element(per_op.begin(), per_op.end());
-  t.max_ns = *std::max_element(per_op.begin(), per_op.end());
-  t.present_fraction = static_cast<double>(present) / static_cast<double>(t.operations);
-  return t;
+  return summarize(per_op, present, block_events * static_cast<std::uint64_t>(repetitions));
 }
 
 }  // namespace bloomgate::bench

@@ -136,24 +136,6 @@ void ColumnSegment::valid_by_phase(const std::uint64_t* valid_by_age, std::uint6
   }
 }
 
-void ColumnSegment::match(const std::uint64_t* cell_starts, std::uint64_t* out, std::size_t offset) const noexcept {
-  std::array<std::uint64_t, kMaxProbes> x;
-  for (std::uint32_t b = 0; b < k_; ++b) {
-    const std::uint32_t j = index_of_phase_[b];
-    x[b] = index_used_[j] != 0 ? cell_at(cell_starts[j]) : 0;
-  }
-  std::uint32_t phase = oldest_ % k_;
-  std::uint32_t slot = oldest_ / k_;
-  for (std::uint32_t a = 0; a < live_; ++a) {
-    const std::size_t bit = offset + a;
-    out[bit / 64] |= ((x[phase] >> slot) & 1U) << (bit % 64);
-    if (++phase == k_) {
-      phase = 0;
-      if (++slot == width_) slot = 0;
-    }
-  }
-}
-
 // Hash indexes cycle down by one from each slice to the next newer one, so the first column pushed fixes
 // the phase of every hash index; a restore whose slices do not cycle is refused here.
 std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
@@ -324,31 +306,6 @@ void ColumnSegment::scatter_runs(std::span<const ColumnRun> runs, std::uint64_t 
     }
     or_block(b, in.data(), phases);
   }
-}
-
-// Doubling: after the step that brings `run` to n, bit i is set when bits i..i+n-1 all were.
-std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t n, std::uint32_t k) noexcept {
-  const std::size_t words = (n + 63) / 64;
-  for (std::uint32_t run = 1; run < k;) {
-    const std::uint32_t step = std::min(run, k - run);
-    // Each word is read before it is written, one word at a time: a vectorised form of this loop loaded
-    // two words the previous pass had just stored one by one, which the CPU cannot forward from its store
-    // buffer (a profile at 2.7 MiB and 1e-3 had 56% of this function's samples on that load).
-    std::uint64_t current = bits[0];
-    for (std::size_t w = 0; w < words; ++w) {
-      const std::uint64_t next = bits[w + 1];
-      bits[w] = current & ((current >> step) | (next << (64 - step)));
-      current = next;
-    }
-    run += step;
-  }
-  for (std::size_t w = 0; w < words; ++w) {
-    if (bits[w] == 0) continue;
-    const auto i = static_cast<std::int64_t>(64 * w + static_cast<std::size_t>(std::countr_zero(bits[w])));
-    const auto window = static_cast<std::int64_t>(n) - static_cast<std::int64_t>(k) - i;
-    return window >= 0 ? window : -1;
-  }
-  return -1;
 }
 
 }  // namespace bloomgate::filters::detail

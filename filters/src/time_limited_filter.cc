@@ -52,6 +52,7 @@ constexpr std::uint64_t kShareAbove = 64;
 // Headroom of a new segment, in standard deviations of that noise, and at most this share of its size.
 constexpr double kHeadroomDeviations = 2.5;
 constexpr double kMaxHeadroom = 0.125;
+constexpr double kMaxRampHeadroom = 0.25;
 // Slides over which the spread of the asked sizes is estimated.
 constexpr std::uint64_t kAskMemory = 16;
 
@@ -145,44 +146,39 @@ bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) c
   return oldest_window(probes, now_ns, nullptr, false) >= 0;
 }
 
-// b.5's answer, from one cell per hash index and segment. One segment (a steady rate): the runs of k are
-// found among the k cells (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the
-// valid slices holding the key's bit, oldest first, then the first run of k of them.
+// b.5's answer. One segment (a steady rate): the runs of k found among the key's k cells
+// (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the b.5 walk.
 std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located,
                                               bool oldest) const {
   const std::size_t n = slices_.size();
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
   LocatedRows here;
   if (located == nullptr) located = &here;
-  if (segments_.size() == 1) {
-    const ColumnSegment& segment = *segments_.front();
-    if (!oldest) {
-      if (located_in(segment, *located)) return segment.any_run(located->start.data(), valid_by_phase_.data()) ? 0 : -1;
-      located->segment = &segment;
-      located->layout_version = layout_version_;
-      return segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data()) ? 0 : -1;
-    }
-    if (!located_in(segment, *located)) locate(segment, probes, *located);
-    const std::int64_t age = segment.oldest_run(located->start.data(), valid_by_phase_.data());
-    return age < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(params_.k) - age;
+  if (segments_.size() > 1) {
+    const std::vector<ColumnSlice*>& by_position = slices_by_position();
+    return detail::oldest_matching_run(n, params_.k, [&](std::size_t p) {
+      const std::size_t bit = n - 1 - p;
+      return ((valid[bit / 64] >> (bit % 64)) & 1U) != 0 && by_position[p]->test(probes);
+    });
   }
-  match_bits_.assign(valid.size(), 0);
-  std::size_t offset = 0;
-  for (const auto& segment : segments_) {
-    if (!located_in(*segment, *located)) locate(*segment, probes, *located);
-    segment->match(located->start.data(), match_bits_.data(), offset);
-    offset += segment->live();
+  const ColumnSegment& segment = *segments_.front();
+  if (!oldest) {
+    if (located_in(segment, *located)) return segment.any_run(located->start.data(), valid_by_phase_.data()) ? 0 : -1;
+    located->segment = &segment;
+    located->layout_version = layout_version_;
+    return segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data()) ? 0 : -1;
   }
-  for (std::size_t w = 0; w < valid.size(); ++w) match_bits_[w] &= valid[w];
-  return detail::oldest_window_of_bits(match_bits_, n, params_.k);
+  if (!located_in(segment, *located)) locate(segment, probes, *located);
+  const std::int64_t age = segment.oldest_run(located->start.data(), valid_by_phase_.data());
+  return age < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(params_.k) - age;
 }
 
 // A deque's operator[] divides by its block's element count and its iterator steps through blocks; the
-// insertion reads the k newest slices from here instead.
-const std::vector<ColumnSlice*>& TimeLimitedFilter::slices_by_position() {
+// insertion and the walk read the slices from here instead.
+const std::vector<ColumnSlice*>& TimeLimitedFilter::slices_by_position() const {
   if (by_position_version_ != layout_version_) {
     by_position_.clear();
-    for (ColumnSlice& slice : slices_) by_position_.push_back(&slice);
+    for (const ColumnSlice& slice : slices_) by_position_.push_back(const_cast<ColumnSlice*>(&slice));
     by_position_version_ = layout_version_;
   }
   return by_position_;
@@ -231,12 +227,18 @@ void TimeLimitedFilter::locate(const ColumnSegment& segment, const Probes& probe
   located.layout_version = layout_version_;
 }
 
-// Requests the key's cells, located here once for the query and the insertion that follow (`located`).
+// One segment: requests the key's cells, located here once for the query and the insertion that follow
+// (`located`). Several (the walk): the first probe (the oldest window's newest slice) and the k insertion
+// cells.
 void TimeLimitedFilter::prefetch_first_lines(const Probes& probes, LocatedRows& located) const noexcept {
-  for (const auto& segment : segments_) {
-    locate(*segment, probes, located);
-    segment->prefetch(located.start.data());
+  if (segments_.size() == 1) {
+    locate(*segments_.front(), probes, located);
+    segments_.front()->prefetch(located.start.data());
+    return;
   }
+  const std::vector<ColumnSlice*>& by_position = slices_by_position();
+  for (std::uint32_t p = 0; p < params_.k; ++p) by_position[p]->prefetch(probes);
+  by_position[slices_.size() - params_.k]->prefetch(probes);
 }
 
 bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, LocatedRows& located,
@@ -427,7 +429,7 @@ void TimeLimitedFilter::drop_oldest() {
 // (6)'s count of kRateWindow generations of g = M ln 2 / k insertions stands in for it. An evenly paced
 // stream asks for nearly the same size every slide and gets little headroom; a Poisson one 2.5 of its
 // noise (10% at 10,000 keys per TTL and level 6, 0.3% for 1 MiB filters at 1e-3).
-std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits) const {
+std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const {
   double deviation;
   if (asks_seen_ >= 2 * kAskMemory && ask_mean_ > 0) {
     deviation = std::sqrt(ask_variance_) / ask_mean_;
@@ -435,7 +437,10 @@ std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits) const {
     const double generation = std::max(1.0, static_cast<double>(bits) * std::log(2.0) / params_.k);
     deviation = 1 / std::sqrt(static_cast<double>(kRateWindow) * generation);
   }
-  const double headroom = std::clamp(kHeadroomDeviations * deviation, 1.0 / 128, kMaxHeadroom);
+  // Sizes that grew past the newest segment's (a rate ramp) are likely to grow on: as much again, up to
+  // kMaxRampHeadroom, so that the next few slides share this segment instead of opening one each.
+  const double growth = std::clamp(static_cast<double>(bits) / static_cast<double>(newest_rows) - 1, 0.0, kMaxRampHeadroom);
+  const double headroom = std::max(std::clamp(kHeadroomDeviations * deviation, 1.0 / 128, kMaxHeadroom), growth);
   const auto rows = static_cast<std::uint64_t>(std::ceil(static_cast<double>(bits) * (1 + headroom)));
   return std::max(bits, std::min(rows, max_slice_bits_));
 }
@@ -462,9 +467,11 @@ void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) 
 void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
                                          bool exact_size) {
   if (segments_.empty() || !shares_rows(segments_.back()->rows(), bits, exact_size)) {
-    // The newest segment will take no more slices: its free columns would only be memory.
-    if (!segments_.empty() && !segments_.back()->full()) resize(*segments_.back(), segments_.back()->live());
-    open_segment(exact_size ? bits : segment_rows(bits), 1);
+    // A segment grows one slot (k columns) at a time, so the one left behind has fewer than k free columns:
+    // it keeps them rather than be copied (a copy transposes all its cells; trimming every segment a rate
+    // ramp left behind cost service_bench's filters ~1,300 ns per event).
+    const std::uint64_t newest_rows = segments_.empty() ? bits : segments_.back()->rows();
+    open_segment(exact_size ? bits : segment_rows(bits, newest_rows), 1);
   }
   if (segments_.back()->full()) {
     if (segments_.back()->columns() < ColumnSegment::max_slices(params_.k)) {
@@ -482,13 +489,10 @@ void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, s
   ++layout_version_;
 }
 
-// Copies the segment into one with more columns: by half while it holds fewer than k+l+1 slices (a new
-// size phasing in), then one at a time, so a steady filter ends with as many columns as it keeps slices.
+// Copies the segment into one with one more slot per phase (k more columns), so a steady filter ends with
+// fewer than k free columns; a new size phasing in at k+l slices copies its segment (k+l)/k times.
 void TimeLimitedFilter::grow(ColumnSegment& segment) {
-  const std::uint32_t steady = params_.k + params_.l + 1;
-  const std::uint32_t columns = segment.columns();
-  const std::uint32_t wanted = columns < steady ? std::min(steady, std::max(columns + 1, columns + columns / 2)) : columns + 1;
-  resize(segment, std::min(wanted, ColumnSegment::max_slices(params_.k)));
+  resize(segment, std::min(segment.columns() + 1, ColumnSegment::max_slices(params_.k)));
 }
 
 void TimeLimitedFilter::resize(ColumnSegment& segment, std::uint32_t columns) {

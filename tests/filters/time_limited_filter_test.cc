@@ -386,32 +386,6 @@ class SegmentCounter final : public Filter {
   std::size_t& most_;
 };
 
-// The transposed query finds the first run of k ones in a bit vector; b.5 walks the slices. They must
-// give the same window on every pattern (fills from sparse to nearly full, lengths around k).
-struct PatternSlice {
-  bool bit = false;
-  bool test(const detail::Probes&) const noexcept { return bit; }
-};
-
-TEST(TransposedQuery, AgreesWithTheSliceWalkOnRandomPatterns) {
-  std::mt19937_64 rng(81);
-  const detail::Probes probes(KeyHash{1}, 1);
-  for (int trial = 0; trial < 200'000; ++trial) {
-    const auto k = static_cast<std::uint32_t>(1 + rng() % 24);
-    const std::size_t n = k + rng() % 260;
-    const double fill = std::uniform_real_distribution<double>(0.3, 1.0)(rng);
-    std::vector<PatternSlice> slices(n);  // newest first
-    std::vector<std::uint64_t> bits((n + 63) / 64 + 1, 0);  // oldest first
-    for (std::size_t p = 0; p < n; ++p) {
-      slices[p].bit = std::uniform_real_distribution<double>(0.0, 1.0)(rng) < fill;
-      const std::size_t i = n - 1 - p;
-      if (slices[p].bit) bits[i / 64] |= std::uint64_t{1} << (i % 64);
-    }
-    const auto walked = detail::oldest_matching_window(slices, k, probes, [](const PatternSlice&) { return true; });
-    ASSERT_EQ(detail::oldest_window_of_bits(bits, n, k), walked) << "trial " << trial << ", k " << k << ", n " << n;
-  }
-}
-
 // Pushes `count` columns whose hash indexes cycle down by one from the newest column's, as the filter's
 // slides give them; returns the hash index of every column (`index_of`: those of the columns already pushed).
 std::vector<std::uint32_t> push_cycling(detail::ColumnSegment& segment, std::uint32_t count, std::uint32_t k,
@@ -496,10 +470,10 @@ TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
   }
 }
 
-// A query loads the cell of each hash index: match() gives, for each live column oldest first, the bit of
-// the row its hash index picks, and oldest_run() the oldest run of k valid ones among them, which must be
-// what the bit-vector search (itself checked against the b.5 walk) finds, for random validity too.
-TEST(ColumnSegment, MatchAndOldestRunAreTheKeysBitsInAgeOrder) {
+// A query loads the cell of each hash index: oldest_run() must find the window the b.5 walk finds over
+// the same bits (each live column's bit of the row its hash index picks, oldest first, expired ones
+// failing), for random validity too, and any_run() / locate_any_run() whether there is one.
+TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
   std::mt19937_64 rng(85);
   for (const std::uint32_t k : {1U, 2U, 5U, 16U}) {
     for (const std::uint32_t width : {1U, 3U, 60U, 100U, 150U, 180U, 200U, 319U}) {
@@ -515,26 +489,21 @@ TEST(ColumnSegment, MatchAndOldestRunAreTheKeysBitsInAgeOrder) {
       }
       for (int trial = 0; trial < 300; ++trial) {
         const detail::Probes probes(KeyHash{rng()}, k);
-        const std::size_t offset = rng() % 70;
-        std::vector<std::uint64_t> got((offset + columns_c + 63) / 64 + 2, 0);
         std::array<std::uint64_t, detail::kMaxProbes> cell_starts{};
         segment.locate(probes, cell_starts.data());
-        segment.match(cell_starts.data(), got.data(), offset);
         const std::uint32_t n = segment.live();
         std::vector<std::uint64_t> valid((n + 63) / 64 + 1, 0);
-        std::vector<std::uint64_t> bits((n + 63) / 64 + 1, 0);
+        std::vector<bool> holds(n);  // by age rank, oldest first
         const std::uint32_t expired = trial % 2 == 0 ? 0 : static_cast<std::uint32_t>(rng() % (n + 1));
         for (std::uint32_t age = 0; age < n; ++age) {
           const std::uint32_t c = segment.column_of_age(age);
-          const bool expected = segment.test(segment.row_of(probes, index_of[c]), c);
-          const std::size_t at = offset + age;
-          ASSERT_EQ(((got[at / 64] >> (at % 64)) & 1U) != 0, expected) << width << " " << trial << " " << age;
           if (age >= expired) valid[age / 64] |= std::uint64_t{1} << (age % 64);
-          if (age >= expired && expected) bits[age / 64] |= std::uint64_t{1} << (age % 64);
+          holds[age] = age >= expired && segment.test(segment.row_of(probes, index_of[c]), c);
         }
+        const std::int64_t window =  // positions newest first, as the filter's slices
+            detail::oldest_matching_run(n, k, [&](std::size_t p) { return static_cast<bool>(holds[n - 1 - p]); });
         std::array<std::uint64_t, detail::kMaxProbes> by_phase{};
         segment.valid_by_phase(valid.data(), by_phase.data());
-        const std::int64_t window = detail::oldest_window_of_bits(bits, n, k);
         const std::int64_t run = segment.oldest_run(cell_starts.data(), by_phase.data());
         ASSERT_EQ(run < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(k) - run, window)
             << "k " << k << ", width " << width << ", trial " << trial;

@@ -79,8 +79,6 @@ class ColumnSegment {
   // Requests the located cells.
   void prefetch(const std::uint64_t* cell_starts) const noexcept;
 
-  // ORs the key's match bits of the live columns, oldest first, into out[offset, offset + live()).
-  void match(const std::uint64_t* cell_starts, std::uint64_t* out, std::size_t offset) const noexcept;
   // The age rank (0 = oldest live column) of the oldest run of k consecutive columns that hold the key's bit
   // and are set in `valid` (valid_by_phase(): bit s of word b for column s * k + b), or -1.
   std::int64_t oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
@@ -166,11 +164,6 @@ class ColumnSegment {
   std::vector<std::uint32_t> index_used_;      // live columns per hash index
 };
 
-// The first window of k consecutive ones in `bits` (n bits, bit i = the slice at position n-1-i, so
-// oldest first), as oldest_matching_window answers it: the position of that window's newest slice, or -1.
-// `bits` needs one word of zeros past n and is overwritten.
-std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t n, std::uint32_t k) noexcept;
-
 // A slice of the time-limited filter: its metadata is a BitSlice's (words left empty), its bits are a
 // column of a segment.
 struct ColumnSlice : BitSlice {
@@ -201,6 +194,7 @@ struct ColumnSlice : BitSlice {
   void set(const Probes& probes) noexcept { set_bit(cell_of(probes)); }
   // The same, given the first bit of the key's cell in the column's table (ColumnSegment::locate).
   void set_in_cell(std::uint64_t cell_start) noexcept { set_bit(cell_start + slot); }
+  void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[cell_of(probes) >> 6]); }
   double measured_fill() const noexcept {
     return bits == 0 ? 0.0 : static_cast<double>(set_bits) / static_cast<double>(bits);
   }

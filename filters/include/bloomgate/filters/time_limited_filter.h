@@ -118,9 +118,10 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
                              bool oldest = true) const;
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
-  const std::vector<detail::ColumnSlice*>& slices_by_position();
+  const std::vector<detail::ColumnSlice*>& slices_by_position() const;
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
-  std::uint64_t segment_rows(std::uint64_t bits) const;
+  // Rows of a segment opened for slices of `bits` bits, the newest segment having `newest_rows`.
+  std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const;
   void record_ask(std::uint64_t bits) noexcept;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
   void grow(detail::ColumnSegment& segment);
@@ -181,10 +182,10 @@ class TimeLimitedFilter final : public Filter {
   mutable bool valid_has_expired_unstamped_ = false;
   // valid_ regrouped by the phase tables of the one segment (ColumnSegment::valid_by_phase), k words.
   mutable std::vector<std::uint64_t> valid_by_phase_;
-  mutable std::vector<std::uint64_t> match_bits_;  // per query, several segments: valid slices holding the key's bit
-  // slices_ by position (0 = newest) at by_position_version_: the insertion reads them without the deque.
-  std::vector<detail::ColumnSlice*> by_position_;
-  std::uint64_t by_position_version_ = ~std::uint64_t{0};
+  // slices_ by position (0 = newest) at by_position_version_: the insertion and the walk read them without
+  // the deque.
+  mutable std::vector<detail::ColumnSlice*> by_position_;
+  mutable std::uint64_t by_position_version_ = ~std::uint64_t{0};
 };
 
 }  // namespace bloomgate::filters
