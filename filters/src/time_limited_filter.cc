@@ -61,9 +61,8 @@ bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexce
   return bits >= rows - rows / kShareBelow && bits <= rows + rows / kShareAbove;
 }
 
-// A batch requests the cells of the next key only. A scratch driver at 64 MiB and 1e-4 (two
-// runs each, median of 10 blocks, noisy) gave 15.7 / 15.0 x its split-block filter with 1 key ahead, 16.2 /
-// 16.2 with 2, 16.7 / 16.7 with 4: more rows in flight wait for the miss buffers instead of overlapping.
+// A batch requests the cells of the next key only: more keys' requests in flight wait for the miss buffers
+// instead of overlapping (1, 2 and 4 keys ahead measured: docs/decisions/tlbf-rows-in-lines.md).
 constexpr std::size_t kRowBatchLookahead = 1;
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
@@ -216,7 +215,7 @@ bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
   return contains_at(Probes(key, params_.k), clamp(now));
 }
 
-// `located` holds the rows of one segment at a time: the newest one's last, for the insertion.
+// `located` holds the cells of one segment at a time.
 bool TimeLimitedFilter::located_in(const ColumnSegment& segment, const LocatedRows& located) const noexcept {
   return located.segment == &segment && located.layout_version == layout_version_;
 }

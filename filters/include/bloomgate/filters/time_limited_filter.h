@@ -15,7 +15,8 @@
 // requested together) instead of walking up to k+l slices one dependent miss after another, and finds the
 // runs of k among those k words; it answers exactly as the b.5 walk. To share, eq (8)'s size is rounded to
 // the newest segment's when within -1/8..+1/64 of it (time_limited_filter.cc explains the bias), so at a
-// steady rate all slices live in one segment, at every size. Records are unchanged: each slice is still
+// steady rate all slices live in one segment, at every size. With several segments (for up to a TTL after
+// the rate changed) a query walks the slices as b.5 does. Records are unchanged: each slice is still
 // written and read as its own words.
 //
 // Guarantees: a key inserted at t0 is reported present at every `now` in [t0, t0 + T] (no false negatives
@@ -103,7 +104,7 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
-  // A key's rows in one segment (ColumnSegment::locate), found once for the prefetch, the query and the
+  // A key's cells in one segment (ColumnSegment::locate), found once for the prefetch, the query and the
   // insertion. Valid while the layout is the one they were found in: no slice pushed or dropped, no segment
   // resized or freed since (every such change moves layout_version_ on).
   struct LocatedRows {
