@@ -156,12 +156,18 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
   return column;
 }
 
-// One bit per row: every word of one table, once per generation.
+// One bit per row, once per generation: 64 rows of a table are w whole words, in which the column's bits
+// lie at the same places in every block, so each block is cleared with one mask per word.
 void ColumnSegment::pop() noexcept {
   const std::uint32_t column = oldest_;
-  const std::uint64_t base = column_base(column);
-  for (std::uint64_t row = 0, bit = base; row < rows_; ++row, bit += width_) {
-    cells_[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
+  std::uint64_t keep[kMaxCellBits];
+  std::fill(keep, keep + width_, ~std::uint64_t{0});
+  for (std::uint64_t i = 0, bit = slot_of(column); i < 64; ++i, bit += width_) {
+    keep[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
+  }
+  std::uint64_t* words = cells_.data() + (column % k_) * table_words_;
+  for (std::uint64_t b = 0; b < blocks(); ++b, words += width_) {
+    for (std::uint32_t w = 0; w < width_; ++w) words[w] &= keep[w];
   }
   --index_used_[index_of_phase_[column % k_]];
   oldest_ = (oldest_ + 1) % columns_;
