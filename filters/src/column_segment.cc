@@ -4,7 +4,6 @@
 #include <array>
 #include <bit>
 #include <cstring>
-#include <limits>
 
 #include "bloomgate/filters/format.h"
 
@@ -37,8 +36,7 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       table_words_(blocks() * width_),
       cells_(static_cast<std::size_t>(k) * table_words_ + 1),
       phase_of_index_(k, 0),
-      index_of_phase_(k, 0),
-      index_used_(k, 0) {}
+      index_of_phase_(k, 0) {}
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {
   for (std::uint32_t j = 0; j < k_; ++j) cell_starts[j] = phase_of_index_[j] * table_words_ * 64 + row_of(probes, j) * width_;
@@ -151,7 +149,6 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
     throw FormatError("time-limited filter slices' hash indexes do not cycle: slice with hash index " +
                       std::to_string(hash_index) + " where " + std::to_string(index_of_phase_[phase]) + " belongs");
   }
-  ++index_used_[hash_index];
   ++live_;
   return column;
 }
@@ -169,7 +166,6 @@ void ColumnSegment::pop() noexcept {
   for (std::uint64_t b = 0; b < blocks(); ++b, words += width_) {
     for (std::uint32_t w = 0; w < width_; ++w) words[w] &= keep[w];
   }
-  --index_used_[index_of_phase_[column % k_]];
   oldest_ = (oldest_ + 1) % columns_;
   --live_;
 }

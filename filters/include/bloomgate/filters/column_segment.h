@@ -47,7 +47,6 @@ class ColumnSegment {
   std::uint64_t cell_bits() const noexcept { return rows_ * live_; }
   // The memory of the tables (free columns and the tables' rounding to 64 rows included).
   std::uint64_t storage_bits() const noexcept { return 64 * storage_words(); }
-  std::uint32_t row_reads() const noexcept { return live_ < k_ ? live_ : k_; }  // per query
   std::uint64_t* cells() noexcept { return cells_.data(); }
   const std::uint64_t* cells() const noexcept { return cells_.data(); }
   // The words of the k tables: what a snapshot of the segment holds (one padding word past them stays zero).
@@ -161,7 +160,6 @@ class ColumnSegment {
   ZeroedWords cells_;
   std::vector<std::uint32_t> phase_of_index_;  // by hash index, once the first column is pushed
   std::vector<std::uint32_t> index_of_phase_;
-  std::vector<std::uint32_t> index_used_;      // live columns per hash index
 };
 
 // A slice of the time-limited filter: its metadata is a BitSlice's (words left empty), its bits are a
