@@ -41,6 +41,9 @@ using detail::ColumnSlice;
 constexpr std::size_t kBandWords = kSnapshotBandBytes / 8;
 constexpr std::uint64_t kMaxSnapshotSlices = 1ULL << 20;
 constexpr std::uint32_t kCellLayout = 2;
+// A snapshot spares a restore the transposes of its slice records, which matter for large filters only: a
+// filter whose slices are smaller restores from its records, as it always did.
+constexpr std::uint64_t kMinSnapshotRows = 1ULL << 16;
 
 // The record's checksum, its last 8 bytes (format.h): what binds a snapshot to its records.
 std::uint64_t checksum_of(std::string_view record) {
@@ -108,7 +111,7 @@ SnapshotHeader parse_header(const Record& header) {
 }  // namespace
 
 std::optional<FilterSnapshot> TimeLimitedFilter::snapshot() const {
-  if (segments_.size() != 1 || slices_.empty()) {
+  if (segments_.size() != 1 || segments_.front()->rows() < kMinSnapshotRows || slices_.empty()) {
     return std::nullopt;
   }
   const ColumnSegment& segment = *segments_.front();
