@@ -40,11 +40,12 @@
 #include "bloomgate/filters/hash.h"
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
-#include "bench_support.h"
 #include "exact_ttl_set.h"
 #include "json_writer.h"
 #include "k_line_bloom.h"
+#include "key_stream.h"
 #include "split_block_bloom.h"
+#include "tlbf_sweep.h"
 
 namespace bloomgate::bench {
 namespace {
@@ -56,7 +57,6 @@ using filters::FilterType;
 using filters::KeyHash;
 using filters::TimePoint;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // ------------------------------------------------------------------------------------------------------
@@ -81,93 +81,6 @@ constexpr FilterEntry kFilterTable[] = {
     {"bloom", FilterType::kBloom, OutOfCacheSize::kReduced},
     {"scalable", FilterType::kScalable, OutOfCacheSize::kReduced},
     {"spectral", FilterType::kSpectral, OutOfCacheSize::kReduced},
-};
-
-// ------------------------------------------------------------------------------------------------------
-// The key stream. Keys are 64-bit KeyHash values made directly (no string hashing), so hashing costs the
-// same (nothing) for every filter. New key number i is splitmix64's finalizer of (i + seed): a bijection,
-// so new keys never repeat by accident and the probe keys of the FPR measurement (numbers with the top bit
-// set) are guaranteed never inserted. The choice between a new key and a repeat, and which key is
-// repeated, come from a std::mt19937_64 with a fixed seed, so every filter sees exactly the same events.
-//
-// Events are evenly spaced (1 us of simulated time apart); 70% are new keys and 30% repeat a key drawn
-// uniformly from the last 90% of a TTL's new keys (always still within the TTL). The TTL is chosen so it
-// holds `keys_per_ttl` new keys: events_per_ttl = keys_per_ttl / 0.7.
-
-constexpr double kNewFraction = 0.7;
-constexpr double kRepeatReach = 0.9;  // repeats reach back this fraction of a TTL's new keys
-constexpr std::int64_t kEventSpacingNs = 1000;
-constexpr std::int64_t kStartNs = 1'700'000'000'000'000'000;  // late 2023, as nanoseconds since the epoch
-
-struct Event {
-  std::uint64_t key;
-  std::int64_t now_ns;
-  bool is_new;
-};
-
-class KeyStream {
- public:
-  static std::uint64_t events_per_ttl_for(std::uint64_t keys_per_ttl) {
-    return std::max<std::uint64_t>(
-        16, static_cast<std::uint64_t>(std::llround(static_cast<double>(keys_per_ttl) / kNewFraction)));
-  }
-
-  KeyStream(std::uint64_t keys_per_ttl, std::uint64_t seed)
-      : seed_(seed),
-        rng_(seed),
-        events_per_ttl_(events_per_ttl_for(keys_per_ttl)),
-        repeat_reach_(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(kRepeatReach * static_cast<double>(keys_per_ttl)))),
-        repeat_threshold_(static_cast<std::uint64_t>((1.0 - kNewFraction) * 18446744073709551616.0)),
-        window_bits_((events_per_ttl_ + 63) / 64, 0) {}
-
-  Event next() {
-    const std::int64_t now = kStartNs + static_cast<std::int64_t>(event_) * kEventSpacingNs;
-    const bool is_new = new_keys_ == 0 || rng_() >= repeat_threshold_;
-    std::uint64_t index;
-    if (is_new) {
-      index = new_keys_++;
-    } else {
-      const std::uint64_t reach = std::min(new_keys_, repeat_reach_);
-      index = new_keys_ - 1 - filters::fast_range(rng_(), reach);
-    }
-    // The distinct keys of the window are the new keys among its last events_per_ttl events.
-    const std::uint64_t slot = event_ % events_per_ttl_;
-    std::uint64_t& word = window_bits_[slot / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
-    if ((word & bit) != 0) --window_new_;
-    word &= ~bit;
-    if (is_new) {
-      word |= bit;
-      ++window_new_;
-    }
-    ++event_;
-    last_ns_ = now;
-    return {key_of(index), now, is_new};
-  }
-
-  // A key no event of any stream with this seed ever carries.
-  std::uint64_t probe_key(std::uint64_t i) const noexcept { return key_of(i | (std::uint64_t{1} << 63)); }
-
-  std::uint64_t events_per_ttl() const noexcept { return events_per_ttl_; }
-  std::int64_t ttl_ns() const noexcept { return static_cast<std::int64_t>(events_per_ttl_) * kEventSpacingNs; }
-  // Distinct keys inserted within the last TTL, i.e. at times in (now - TTL, now].
-  std::uint64_t distinct_in_window() const noexcept { return window_new_; }
-  std::uint64_t events() const noexcept { return event_; }
-  TimePoint now() const noexcept { return filters::from_epoch_nanos(last_ns_); }
-
- private:
-  std::uint64_t key_of(std::uint64_t index) const noexcept { return mix64(index + seed_ * 0x9e3779b97f4a7c15ULL); }
-
-  std::uint64_t seed_;
-  std::mt19937_64 rng_;
-  std::uint64_t events_per_ttl_;
-  std::uint64_t repeat_reach_;
-  std::uint64_t repeat_threshold_;
-  std::uint64_t event_ = 0;
-  std::uint64_t new_keys_ = 0;
-  std::uint64_t window_new_ = 0;
-  std::int64_t last_ns_ = kStartNs;
-  std::vector<std::uint64_t> window_bits_;
 };
 
 // ------------------------------------------------------------------------------------------------------
@@ -202,14 +115,6 @@ struct StreamPlan {
   // Out of cache only: the warm-up skips the repeats. A repeat is of a key inserted less than a TTL ago, so
   // every filter reports it present and changes nothing (no refresh); skipping it saves 30% of the warm-up.
   bool warmup_skips_repeats = false;
-};
-
-struct Timing {
-  double median_ns = kNaN;
-  double min_ns = kNaN;
-  double max_ns = kNaN;
-  double present_fraction = kNaN;  // test_and_insert answered "duplicate"
-  std::uint64_t operations = 0;
 };
 
 struct FilterResult {
@@ -282,35 +187,6 @@ std::uint64_t fpr_probe_count(double rate, const Config& config) {
   return std::max(minimum, config.min_fpr_probes);
 }
 
-// Times `repetitions` consecutive blocks of the stream. Each block is generated into arrays first, so the
-// timed loop does nothing but call `op`; the filter stays at steady state across blocks.
-template <typename Op>
-Timing time_blocks(KeyStream& stream, std::uint64_t block_events, int repetitions, Op&& op) {
-  std::vector<std::uint64_t> keys(block_events);
-  std::vector<std::int64_t> times(block_events);
-  std::vector<double> per_op;
-  std::uint64_t present = 0;
-  Timing t;
-  for (int r = 0; r < repetitions; ++r) {
-    for (std::uint64_t i = 0; i < block_events; ++i) {
-      const Event e = stream.next();
-      keys[i] = e.key;
-      times[i] = e.now_ns;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    for (std::uint64_t i = 0; i < block_events; ++i) present += op(keys[i], times[i]) ? 1U : 0U;
-    const auto stop = std::chrono::steady_clock::now();
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count();
-    per_op.push_back(static_cast<double>(ns) / static_cast<double>(block_events));
-    t.operations += block_events;
-  }
-  t.median_ns = median(per_op);
-  t.min_ns = *std::min_element(per_op.begin(), per_op.end());
-  t.max_ns = *std::max_element(per_op.begin(), per_op.end());
-  t.present_fraction = static_cast<double>(present) / static_cast<double>(t.operations);
-  return t;
-}
-
 TimePoint at(std::int64_t ns) { return filters::from_epoch_nanos(ns); }
 
 // Keys per test_and_insert_batch call: about one consumer poll's worth.
@@ -324,7 +200,6 @@ Timing time_batches(KeyStream& stream, std::uint64_t block_events, int repetitio
   std::unique_ptr<bool[]> answers(new bool[block_events]);
   std::vector<double> per_op;
   std::uint64_t present = 0;
-  Timing t;
   for (int r = 0; r < repetitions; ++r) {
     for (std::uint64_t i = 0; i < block_events; ++i) {
       const Event e = stream.next();
@@ -341,13 +216,8 @@ Timing time_batches(KeyStream& stream, std::uint64_t block_events, int repetitio
     for (std::uint64_t i = 0; i < block_events; ++i) present += answers[i] ? 1U : 0U;
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count();
     per_op.push_back(static_cast<double>(ns) / static_cast<double>(block_events));
-    t.operations += block_events;
   }
-  t.median_ns = median(per_op);
-  t.min_ns = *std::min_element(per_op.begin(), per_op.end());
-  t.max_ns = *std::max_element(per_op.begin(), per_op.end());
-  t.present_fraction = static_cast<double>(present) / static_cast<double>(t.operations);
-  return t;
+  return summarize(per_op, present, block_events * static_cast<std::uint64_t>(repetitions));
 }
 
 // For the age-partitioned family (stats().l > 0): the expected number of slices a query for an absent key
@@ -672,16 +542,11 @@ void print_rate(const RateReport& r) {
                 entry->name, in.k, in.l, in.slices, in.model_absent_probes, in.k, "", in.model_absent_probes + in.k,
                 in.k);
     if (entry->type == FilterType::kTimeLimited) {
-      // Slices of 2^16 bits or more sharing a size are stored transposed (column_segment.h): k row reads of
-      // about one column per slice; a row of up to 512 bits packed into lines is one line, else it straddles
-      // two with probability ~(bytes - 1) / 64.
-      const filters::detail::RowLayout layout = filters::detail::RowLayout::for_columns(in.slices, 1);
-      const double row_bytes = static_cast<double>(in.slices) / 8;
-      const double lines = layout.block_bits == 512 ? 1.0 : 1 + (row_bytes - 1) / 64;
-      std::printf("  %-16s   that models the b.5 walk (slices under 2^16 bits); larger slices sharing a size form one segment, "
-                  "and a query\n  %-16s   reads k=%u rows of ~%" PRIu64 " bits instead (%s): ~%.1f cache lines, all "
-                  "independent, and the insertion writes the same rows\n",
-                  "", "", in.k, in.slices, layout.block_bits == 512 ? "line-aligned" : "back to back", in.k * lines);
+      // The slices of one size form a segment of phase tables (column_segment.h): one cell per hash index.
+      std::printf("  %-16s   that models the b.5 walk; the filter's slices of one size form one segment, and a query "
+                  "loads\n  %-16s   k=%u cells of ~%" PRIu64 " bits, one per hash index (one line each, all independent), "
+                  "and the insertion sets bits in the same cells\n",
+                  "", "", in.k, (in.slices + in.k) / in.k);
     }
   }
   print_batches(r);
@@ -1082,14 +947,38 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", config.seed, "seed of the key stream");
   app.add_option("--json", config.json, "also write every figure as JSON to this file");
+  bloomgate::bench::SweepConfig sweep;
+  sweep.levels = {0, 1, 2, 3, 4, 5, 6};
+  sweep.windows = {10'000, 100'000, 1'000'000, 10'000'000};
+  app.add_option("--levels", sweep.levels,
+                 "time-limited sweep: comma-separated levels (0..6) against the plain implementation at each; "
+                 "with --keys-per-ttl, runs the sweep instead of the filter table (rates: --rates, default 1e-3)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 6));
+  app.add_option("--keys-per-ttl", sweep.windows, "time-limited sweep: comma-separated windows (keys per TTL)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
-
   for (double rate : config.rates) {
     if (!(rate > 0 && rate < 1)) {
       std::fprintf(stderr, "filter_bench: error rate %g is not in (0, 1)\n", rate);
       return 2;
     }
   }
+  if (app.count("--levels") + app.count("--keys-per-ttl") > 0) {
+    sweep.quick = config.quick;
+    sweep.rates = app.count("--rates") > 0 ? config.rates : std::vector<double>{1e-3};
+    sweep.repetitions = config.repetitions;
+    sweep.seed = config.seed;
+    sweep.json = config.json;
+    try {
+      return bloomgate::bench::run_sweep(sweep);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "filter_bench: %s\n", e.what());
+      return 2;
+    }
+  }
+
   try {
     return bloomgate::bench::run(config);
   } catch (const std::exception& e) {

@@ -248,7 +248,7 @@ FilterSettings read_filter(const Context& ctx, const YAML::Node& node, const std
   if (const YAML::Node n = filter.take("window")) out.window = detail::read_count(ctx, n, filter.path_of("window"));
   if (const YAML::Node n = filter.take("level")) {
     const std::uint64_t level = detail::read_count(ctx, n, filter.path_of("level"));
-    if (level > 5) fail(ctx, n, filter.path_of("level"), "must be 0 to 5, found " + n.Scalar());
+    if (level > 6) fail(ctx, n, filter.path_of("level"), "must be 0 to 6, found " + n.Scalar());
     out.level = static_cast<std::uint32_t>(level);
   }
   filter.finish();

@@ -98,7 +98,7 @@ void emit_pipeline(YAML::Emitter& out, const PipelineSettings& p) {
   out << YAML::Key << "error_rate" << YAML::Value << p.filter.error_rate;
   out << YAML::Key << "expected_per_ttl" << YAML::Value << p.filter.expected_per_ttl;
   if (p.filter.window != 0) out << YAML::Key << "window" << YAML::Value << p.filter.window;
-  out << YAML::Key << "level" << YAML::Value << p.filter.level;
+  if (p.filter.level) out << YAML::Key << "level" << YAML::Value << *p.filter.level;
   out << YAML::EndMap << YAML::EndMap;
 }
 

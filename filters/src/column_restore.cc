@@ -56,7 +56,7 @@ std::size_t ColumnRestore::run_end(std::size_t run) const noexcept { return firs
 
 void ColumnRestore::start(const BitSlice& first) {
   rows_ = first.bits;
-  if (rows_ < kMinSharedRows || count_ == 0 || count_ > UINT32_MAX || rows_ * count_ / count_ != rows_ ||
+  if (count_ == 0 || count_ > ColumnSegment::max_slices(k_) || rows_ * count_ / count_ != rows_ ||
       rows_ * count_ < kMinThreadedBits) {
     given_up_ = true;
     return;

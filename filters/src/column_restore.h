@@ -11,10 +11,10 @@
 // was busy in one sweep over the segment); after the last record only the last run is left, split by
 // blocks between both threads.
 //
-// It covers the steady state, where every slice has the same size of 2^16 bits or more and the filter is
-// one segment of exactly as many columns as slices. The segment is opened for that at the first record;
-// a record of another size (several segments, a rate change less than a TTL ago), slices under 2^16 bits
-// (one column each) or a filter too small to be worth a thread give up, and finish() returns nullptr: the
+// It covers the steady state, where every slice has the same size and the filter is one segment with room
+// for its slices. The segment is opened for that at the first record;
+// a record of another size (several segments, a rate change less than a TTL ago), more slices than a
+// segment holds or a filter too small to be worth a thread give up, and finish() returns nullptr: the
 // caller then scatters the slices itself, as before.
 #pragma once
 

@@ -4,27 +4,15 @@
 #include <array>
 #include <bit>
 #include <cstring>
-#include <numeric>
+
+#include "bloomgate/filters/format.h"
 
 #include "target_clones.h"
 
 namespace bloomgate::filters::detail {
 namespace {
 
-// Padding past the last row: a row read takes the word after the one it starts in.
-constexpr std::size_t kPadWords = 3;
-constexpr std::uint64_t kLineBits = 512;
-// Line padding wastes at most this share of a line; beyond it rows stay packed back to back.
-constexpr std::uint64_t kMaxWasteShare = 4;
-constexpr std::uint64_t kLineWords = kLineBits / 64;
-// match() by lines keeps one line accumulator per row slot; more slots (narrow young segments) read rows.
-constexpr std::uint64_t kMaxLineSlots = 8;
-
-bool line_slots_apply(const RowLayout& layout) noexcept {
-  return layout.block_bits == kLineBits && layout.per_block <= kMaxLineSlots;
-}
-
-std::uint64_t low_bits(std::size_t n) noexcept { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
+std::uint64_t low_bits(std::uint64_t n) noexcept { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
 
 // 64 bits of `src` from bit `bit` on; reads src[bit / 64 + 1], which must exist.
 std::uint64_t bits_at(const std::uint64_t* src, std::uint64_t bit) noexcept {
@@ -34,210 +22,198 @@ std::uint64_t bits_at(const std::uint64_t* src, std::uint64_t bit) noexcept {
   return (p[0] >> shift) | ((p[1] << 1) << (63 - shift));
 }
 
-// ORs `count` bits of `src` from bit `from` into `dst` from bit `to`.
-void or_bits(std::uint64_t* dst, std::uint64_t to, const std::uint64_t* src, std::uint64_t from,
-             std::uint64_t count) noexcept {
-  for (std::uint64_t done = 0; done < count; done += 64) {
-    const std::uint64_t n = std::min<std::uint64_t>(64, count - done);
-    const std::uint64_t x = bits_at(src, from + done) & low_bits(n);
-    const std::uint64_t at = to + done;
-    const unsigned shift = at & 63;
-    dst[at >> 6] |= x << shift;
-    if (shift != 0 && shift + n > 64) dst[(at >> 6) + 1] |= x >> (64 - shift);
-  }
-}
-
-// The rows from `row` on, bit `column` of each, without a division per row: the next row is C bits on, or
-// at the start of the next line once the line's R slots are used (rows back to back: R = 1, a block is C).
-class RowWalk {
- public:
-  RowWalk(const RowLayout& layout, std::uint64_t row, std::uint64_t column) noexcept
-      : layout_(layout),
-        to_next_line_(layout.block_bits - (layout.per_block - 1) * layout.columns),
-        slot_(row % layout.per_block),
-        bit_(layout.start(row) + column) {}
-  std::uint64_t bit() const noexcept { return bit_; }
-  void next() noexcept {
-    if (++slot_ == layout_.per_block) {
-      slot_ = 0;
-      bit_ += to_next_line_;
-    } else {
-      bit_ += layout_.columns;
-    }
-  }
-
- private:
-  const RowLayout& layout_;
-  std::uint64_t to_next_line_;
-  std::uint64_t slot_;
-  std::uint64_t bit_;
-};
-
-// Indexes of `columns` in ascending column order.
-std::vector<std::size_t> by_column(const std::vector<std::uint32_t>& columns) {
-  std::vector<std::size_t> order(columns.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return columns[x] < columns[y]; });
-  return order;
+std::uint32_t cycle_columns(std::uint32_t slices, std::uint32_t k) noexcept {
+  const std::uint32_t wanted = std::min(slices, ColumnSegment::max_slices(k)) + 1;
+  return k * ((wanted + k - 1) / k);
 }
 
 }  // namespace
 
-RowLayout RowLayout::for_columns(std::uint64_t columns, std::uint64_t rows) noexcept {
-  RowLayout layout;
-  layout.columns = columns;
-  layout.block_bits = columns;
-  const std::uint64_t per_line = columns == 0 ? 0 : kLineBits / columns;
-  // One column (a small slice's own segment): its rows back to back are its words, and start() is the row
-  // itself, without the multiply a line of rows needs.
-  if (per_line == 0 || columns == 1 || rows >= (std::uint64_t{1} << 55)) return layout;
-  if (kMaxWasteShare * (kLineBits - per_line * columns) > kLineBits) return layout;
-  layout.per_block = per_line;
-  layout.block_bits = kLineBits;
-  layout.magic = per_line == 1 ? 0 : ~std::uint64_t{0} / per_line + 1;
-  return layout;
-}
-
-ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t columns, std::uint32_t k)
+ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint32_t k)
     : rows_(rows),
-      columns_(columns),
+      columns_(cycle_columns(slices, k)),
       k_(k),
-      row_words_((columns + 63) / 64),
-      layout_(RowLayout::for_columns(columns, rows)),
-      cells_((layout_.blocks(rows) * layout_.block_bits + 63) / 64 + kPadWords),
-      index_masks_(static_cast<std::size_t>(k) * row_words_, 0),
-      index_used_(k, 0),
-      column_index_(columns, 0),
-      line_masks_(line_slots_apply(layout_) ? std::size_t{k} * layout_.per_block * kLineWords : 0, 0),
-      scratch_(2 * (row_words_ + 1) + (line_slots_apply(layout_) ? layout_.per_block * kLineWords + 1 : 0), 0),
-      slot_magic_(((std::uint64_t{1} << 32) + columns - 1) / columns) {}
+      width_(columns_ / k),
+      cell_mask_(low_bits(width_)),
+      table_words_(blocks() * width_),
+      cells_(static_cast<std::size_t>(k) * table_words_ + 1),
+      phase_of_index_(k, 0),
+      index_of_phase_(k, 0) {}
 
-// The row whose first bit is `start`. Bits past the last column come from the next row or the line's
-// padding; the index masks are zero there.
-void ColumnSegment::load_row_at(std::uint64_t start, std::uint64_t* out) const noexcept {
-  for (std::uint32_t w = 0; w < row_words_; ++w) out[w] = bits_at(cells_.data(), start + 64 * std::uint64_t{w});
+void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {
+  for (std::uint32_t j = 0; j < k_; ++j) cell_starts[j] = phase_of_index_[j] * table_words_ * 64 + row_of(probes, j) * width_;
 }
 
-void ColumnSegment::locate(const Probes& probes, std::uint64_t* row_starts) const noexcept {
-  for (std::uint32_t j = 0; j < k_; ++j) {
-    if (index_used_[j] != 0) row_starts[j] = layout_.start(row_of(probes, j));
-  }
-}
-
-// A line-aligned row is one line: one request per row.
-void ColumnSegment::prefetch(const std::uint64_t* row_starts) const noexcept {
+void ColumnSegment::prefetch(const std::uint64_t* cell_starts) const noexcept {
   const auto* bytes = reinterpret_cast<const char*>(cells_.data());
-  const bool one_line = layout_.block_bits == kLineBits;
-  for (std::uint32_t j = 0; j < k_; ++j) {
-    if (index_used_[j] == 0) continue;
-    __builtin_prefetch(bytes + (row_starts[j] >> 3));
-    if (!one_line) __builtin_prefetch(bytes + ((row_starts[j] + columns_ - 1) >> 3));
+  for (std::uint32_t j = 0; j < k_; ++j) __builtin_prefetch(bytes + (cell_starts[j] >> 3));
+}
+
+void ColumnSegment::load_cells(const std::uint64_t* cell_starts, const std::uint64_t* valid,
+                               std::uint64_t* x) const noexcept {
+  for (std::uint32_t b = 0; b < k_; ++b) x[b] = cell_at(cell_starts[index_of_phase_[b]]) & valid[b];
+}
+
+// A run of k consecutive columns from column s * k + b covers phases b..k-1 of slot s and phases 0..b-1 of
+// slot s + 1 (mod w): with S_b the AND of phases b..k-1 and P_b that of phases 0..b-1, it holds the key
+// when bit s of S_b and bit s + 1 of P_b are set. A run through the free column never matches, so every
+// run found is k consecutive slices in age order.
+void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const noexcept {
+  std::array<std::uint64_t, kMaxProbes + 1> suffix;
+  suffix[k_] = cell_mask_;
+  for (std::uint32_t b = k_; b-- > 0;) suffix[b] = suffix[b + 1] & x[b];
+  std::uint64_t prefix = cell_mask_;
+  for (std::uint32_t b = 0; b < k_; ++b) {
+    const std::uint64_t next_slot = (prefix >> 1) | ((prefix & 1U) << (width_ - 1));
+    runs[b] = suffix[b] & next_slot;
+    prefix &= x[b];
   }
 }
 
-void ColumnSegment::match(const std::uint64_t* row_starts, std::uint64_t* out, std::size_t offset) const noexcept {
-  std::uint64_t* acc = scratch_.data();
-  std::fill(acc, acc + row_words_ + 1, 0);
-  if (by_lines()) {
-    match_lines(row_starts, acc);
-  } else {
-    match_rows(row_starts, acc);
+// Every run holds one column of each phase, so a phase whose cell is zero rules out every run: at low
+// levels (cells of 2 to 4 bits) most absent keys stop there.
+bool ColumnSegment::runs_exist(const std::uint64_t* x) const noexcept {
+  std::uint64_t all = cell_mask_;
+  bool some_zero = false;
+  for (std::uint32_t b = 0; b < k_; ++b) {
+    some_zero |= x[b] == 0;
+    all &= x[b];
   }
-  const std::uint32_t to_end = std::min(live_, columns_ - oldest_);
-  or_bits(out, offset, acc, oldest_, to_end);
-  or_bits(out, offset + to_end, acc, 0, live_ - to_end);
+  if (some_zero) return false;
+  if (all != 0) return true;  // a run within one slot
+  std::array<std::uint64_t, kMaxProbes> runs;
+  run_words(x, runs.data());
+  std::uint64_t any = 0;
+  for (std::uint32_t b = 1; b < k_; ++b) any |= runs[b];
+  return any != 0;
 }
 
-// ORs each hash index's row, masked to its columns, into acc (row_words_ words).
-void ColumnSegment::match_rows(const std::uint64_t* row_starts, std::uint64_t* acc) const noexcept {
-  std::uint64_t* row = acc + row_words_ + 1;
-  for (std::uint32_t j = 0; j < k_; ++j) {
-    if (index_used_[j] == 0) continue;
-    load_row_at(row_starts[j], row);
-    const std::uint64_t* mask = &index_masks_[static_cast<std::size_t>(j) * row_words_];
-    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= row[w] & mask[w];
+bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
+  std::array<std::uint64_t, kMaxProbes> x;
+  load_cells(cell_starts, valid, x.data());
+  return runs_exist(x.data());
+}
+
+bool ColumnSegment::locate_any_run(const Probes& probes, const std::uint64_t* valid,
+                                   std::uint64_t* cell_starts) const noexcept {
+  std::array<std::uint64_t, kMaxProbes> x;
+  const std::uint64_t table_bits = table_words_ * 64;
+  for (std::uint32_t b = 0; b < k_; ++b) {
+    const std::uint32_t j = index_of_phase_[b];
+    const std::uint64_t start = b * table_bits + row_of(probes, j) * width_;
+    cell_starts[j] = start;
+    x[b] = cell_at(start) & valid[b];
+  }
+  return runs_exist(x.data());
+}
+
+std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
+  std::array<std::uint64_t, kMaxProbes> x;
+  std::array<std::uint64_t, kMaxProbes> runs;
+  load_cells(cell_starts, valid, x.data());
+  run_words(x.data(), runs.data());
+  std::int64_t oldest = -1;
+  for (std::uint32_t b = 0; b < k_; ++b) {
+    for (std::uint64_t r = runs[b]; r != 0; r &= r - 1) {
+      const auto column = static_cast<std::uint32_t>(std::countr_zero(r)) * k_ + b;
+      const auto age = static_cast<std::int64_t>((column + columns_ - oldest_) % columns_);
+      if (oldest < 0 || age < oldest) oldest = age;
+    }
+  }
+  return oldest;
+}
+
+void ColumnSegment::valid_by_phase(const std::uint64_t* valid_by_age, std::uint64_t* out) const noexcept {
+  std::fill(out, out + k_, 0);
+  std::uint32_t phase = oldest_ % k_;
+  std::uint32_t slot = oldest_ / k_;
+  for (std::uint32_t a = 0; a < live_; ++a) {
+    if (((valid_by_age[a / 64] >> (a % 64)) & 1U) != 0) out[phase] |= std::uint64_t{1} << slot;
+    if (++phase == k_) {
+      phase = 0;
+      if (++slot == width_) slot = 0;
+    }
   }
 }
 
-// The same from whole lines: row j sits in slot s of its line, so the line ANDed with the index's mask at
-// slot s is ORed into slot s's accumulator; each slot's bits are then shifted down once.
-void ColumnSegment::match_lines(const std::uint64_t* row_starts, std::uint64_t* acc) const noexcept {
-  const std::uint64_t slots = layout_.per_block;
-  std::uint64_t* by_slot = acc + 2 * (row_words_ + 1);  // slots lines, then a zero word for bits_at
-  std::fill(by_slot, by_slot + slots * kLineWords + 1, 0);
-  std::uint64_t used = 0;  // slots that received a line
-  for (std::uint32_t j = 0; j < k_; ++j) {
-    if (index_used_[j] == 0) continue;
-    const std::uint64_t block = row_starts[j] / kLineBits;
-    const std::uint64_t slot = ((row_starts[j] % kLineBits) * slot_magic_) >> 32;  // the bit in the line / C
-    const std::uint64_t* line = cells_.data() + block * kLineWords;
-    const std::uint64_t* mask = &line_masks_[(j * slots + slot) * kLineWords];
-    std::uint64_t* into = by_slot + slot * kLineWords;
-    for (std::uint64_t w = 0; w < kLineWords; ++w) into[w] |= line[w] & mask[w];
-    used |= std::uint64_t{1} << slot;
-  }
-  for (; used != 0; used &= used - 1) {
-    const auto slot = static_cast<std::uint64_t>(std::countr_zero(used));
-    for (std::uint32_t w = 0; w < row_words_; ++w) acc[w] |= bits_at(by_slot, slot * (kLineBits + columns_) + 64 * w);
-  }
-}
-
-void ColumnSegment::set_index_bit(std::uint32_t column, std::uint32_t hash_index, bool on) noexcept {
-  std::uint64_t& word = index_masks_[static_cast<std::size_t>(hash_index) * row_words_ + column / 64];
-  const std::uint64_t bit = std::uint64_t{1} << (column % 64);
-  word = on ? (word | bit) : (word & ~bit);
-  for (std::uint64_t slot = 0; slot < layout_.per_block && by_lines(); ++slot) {
-    const std::uint64_t line = std::uint64_t{hash_index} * layout_.per_block + slot;
-    const std::uint64_t at = line * kLineBits + slot * columns_ + column;
-    std::uint64_t& line_word = line_masks_[at / 64];
-    line_word = on ? (line_word | (std::uint64_t{1} << (at % 64))) : (line_word & ~(std::uint64_t{1} << (at % 64)));
-  }
-  if (on) {
-    ++index_used_[hash_index];
-  } else {
-    --index_used_[hash_index];
-  }
-}
-
+// Hash indexes cycle down by one from each slice to the next newer one, so the first column pushed fixes
+// the phase of every hash index; a restore whose slices do not cycle is refused here.
 std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
   const std::uint32_t column = column_of_age(live_);
-  column_index_[column] = hash_index;
-  set_index_bit(column, hash_index, true);
+  const std::uint32_t phase = column % k_;
+  if (live_ == 0) {
+    for (std::uint32_t d = 0; d < k_; ++d) {
+      const std::uint32_t index = (hash_index + k_ - d) % k_;
+      phase_of_index_[index] = (phase + d) % k_;
+      index_of_phase_[(phase + d) % k_] = index;
+    }
+  } else if (hash_index >= k_ || index_of_phase_[phase] != hash_index) {
+    throw FormatError("time-limited filter slices' hash indexes do not cycle: slice with hash index " +
+                      std::to_string(hash_index) + " where " + std::to_string(index_of_phase_[phase]) + " belongs");
+  }
   ++live_;
   return column;
 }
 
-// One bit per row, so this touches every line of the segment: once per generation.
+// One bit per row, once per generation: 64 rows of a table are w whole words, in which the column's bits
+// lie at the same places in every block, so each block is cleared with one mask per word.
 void ColumnSegment::pop() noexcept {
   const std::uint32_t column = oldest_;
-  if (columns_ == 1) {
-    // A small slice's segment: its rows are back to back, so the cells are its words. Clearing them bit by
-    // bit was ~9% of a 60 KiB filter's time (perf, 1e-3), one read-modify-write per row per generation.
-    std::fill(cells_.data(), cells_.data() + (rows_ + 63) / 64, 0);
-  } else {
-    RowWalk walk(layout_, 0, column);
-    for (std::uint64_t row = 0; row < rows_; ++row, walk.next()) {
-      cells_[walk.bit() >> 6] &= ~(std::uint64_t{1} << (walk.bit() & 63));
-    }
+  std::uint64_t keep[kMaxCellBits];
+  std::fill(keep, keep + width_, ~std::uint64_t{0});
+  for (std::uint64_t i = 0, bit = slot_of(column); i < 64; ++i, bit += width_) {
+    keep[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
   }
-  set_index_bit(column, column_index_[column], false);
+  std::uint64_t* words = cells_.data() + (column % k_) * table_words_;
+  for (std::uint64_t b = 0; b < blocks(); ++b, words += width_) {
+    for (std::uint32_t w = 0; w < width_; ++w) words[w] &= keep[w];
+  }
   oldest_ = (oldest_ + 1) % columns_;
   --live_;
 }
 
-std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t columns) const {
-  auto out = std::make_unique<ColumnSegment>(rows_, columns, k_);
-  std::vector<std::uint64_t> row(row_words_ + 1, 0);
-  const std::uint32_t to_end = std::min(live_, columns_ - oldest_);
-  for (std::uint64_t r = 0; r < rows_; ++r) {
-    load_row_at(layout_.start(r), row.data());
-    row[row_words_ - 1] &= low_bits(columns_ - 64 * (row_words_ - 1));
-    const std::uint64_t at = out->layout_.start(r);
-    or_bits(out->cells_.data(), at, row.data(), oldest_, to_end);
-    or_bits(out->cells_.data(), at + to_end, row.data(), 0, live_ - to_end);
+std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t slices) const {
+  auto out = std::make_unique<ColumnSegment>(rows_, slices, k_);
+  for (std::uint32_t age = 0; age < live_; ++age) out->push(index_of_phase_[column_of_age(age) % k_]);
+  std::vector<std::uint64_t> mine(columns_);
+  std::vector<std::uint64_t> theirs(out->columns_, 0);
+  for (std::uint64_t b = 0; b < blocks(); ++b) {
+    read_block(b, mine.data());
+    for (std::uint32_t age = 0; age < live_; ++age) theirs[age] = mine[column_of_age(age)];
+    out->or_block(b, theirs.data(), ~std::uint64_t{0});
   }
-  for (std::uint32_t age = 0; age < live_; ++age) out->push(column_index_[column_of_age(age)]);
   return out;
+}
+
+void ColumnSegment::read_block(std::uint64_t block, std::uint64_t* out) const noexcept {
+  std::uint64_t a[64];
+  for (std::uint32_t phase = 0; phase < k_; ++phase) {
+    const std::uint64_t first = (phase * table_words_ + block * width_) * 64;
+    for (std::uint32_t i = 0; i < 64; ++i) a[i] = bits_at(cells_.data(), first + std::uint64_t{i} * width_) & cell_mask_;
+    transpose64(a);
+    for (std::uint32_t slot = 0; slot < width_; ++slot) out[slot * k_ + phase] = a[slot];
+  }
+}
+
+void ColumnSegment::or_block(std::uint64_t block, const std::uint64_t* in, std::uint64_t phases) noexcept {
+  const std::uint64_t row_mask = low_bits(std::min<std::uint64_t>(64, rows_ - 64 * block));
+  std::uint64_t a[64];
+  std::uint64_t packed[kMaxCellBits + 1];
+  for (std::uint32_t phase = 0; phase < k_; ++phase) {
+    if (((phases >> (phase % 64)) & 1U) == 0) continue;
+    std::fill(a, a + 64, 0);
+    for (std::uint32_t slot = 0; slot < width_; ++slot) a[slot] = in[slot * k_ + phase] & row_mask;
+    transpose64(a);
+    std::fill(packed, packed + width_ + 1, 0);
+    for (std::uint32_t i = 0; i < 64; ++i) {
+      const std::uint64_t at = std::uint64_t{i} * width_;
+      const unsigned shift = at & 63;
+      packed[at >> 6] |= a[i] << shift;
+      if (shift != 0) packed[(at >> 6) + 1] |= a[i] >> (64 - shift);
+    }
+    std::uint64_t* words = cells_.data() + phase * table_words_ + block * width_;
+    for (std::uint32_t w = 0; w < width_; ++w) words[w] |= packed[w];
+  }
 }
 
 // Recursive block swaps: at step J, the top-right J x J blocks trade places with the bottom-left ones. Every
@@ -299,130 +275,41 @@ void transpose64(std::uint64_t* a) noexcept {
   narrow_swap_step<1, 0x5555555555555555ULL>(a);
 }
 
-// The wanted columns go in windows of up to 64 consecutive ones, each transposed once per block of 64
-// rows. A checkpoint wants the k newest columns, one contiguous run of the ring, so usually one window (two
-// when the run wraps) instead of every 64-column group the run touches. Before (one transpose per wanted
-// group, each row found by layout_.start()), a checkpoint of bench/service_bench's filters was 13% of the
-// service thread's samples (perf, bench/README.md "Checkpoint gather").
 std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
   const std::uint64_t block_count = blocks();
-  if (columns_ == 1) {  // a small slice's segment: its rows are back to back, the cells are its words
-    return std::vector<Words>(columns.size(), Words(cells_.data(), cells_.data() + block_count));
-  }
   std::vector<Words> out(columns.size(), Words(block_count, 0));
-  const std::vector<std::size_t> order = by_column(columns);
-  std::vector<std::size_t> window_starts;  // indexes into `order`
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    if (window_starts.empty() || columns[order[i]] >= columns[order[window_starts.back()]] + 64) window_starts.push_back(i);
-  }
-  window_starts.push_back(order.size());
-  std::uint64_t a[64];
+  std::vector<std::uint64_t> words(columns_);
   for (std::uint64_t b = 0; b < block_count; ++b) {
-    for (std::size_t w = 0; w + 1 < window_starts.size(); ++w) {
-      const std::uint32_t first = columns[order[window_starts[w]]];
-      load_block(b, first, a);
-      transpose64(a);
-      for (std::size_t i = window_starts[w]; i < window_starts[w + 1]; ++i) {
-        out[order[i]][b] = a[columns[order[i]] - first];
-      }
-    }
+    read_block(b, words.data());
+    for (std::size_t n = 0; n < columns.size(); ++n) out[n][b] = words[columns[n]];
   }
   return out;
 }
 
-// a[i] = the 64 bits of row 64 * block + i from column `first` on (zero past the last row).
-void ColumnSegment::load_block(std::uint64_t block, std::uint32_t first, std::uint64_t* a) const noexcept {
-  const std::uint64_t row = 64 * block;
-  const std::uint64_t count = std::min<std::uint64_t>(64, rows_ - row);
-  RowWalk walk(layout_, row, first);
-  for (std::uint64_t i = 0; i < count; ++i, walk.next()) a[i] = bits_at(cells_.data(), walk.bit());
-  std::fill(a + count, a + 64, 0);
-}
-
-// Consecutive columns form runs of up to 64, all scattered in one sweep (scatter_runs); before that sweep
-// existed this wrote each block front to back from the transposes of all its column groups, which took 21.5
-// instead of 14.2 ms of CPU for 156 columns of 1,653,248 rows (state_bench's filter).
 void ColumnSegment::scatter(const std::vector<std::uint32_t>& columns,
                             const std::vector<const std::uint64_t*>& words) {
-  const std::vector<std::size_t> order = by_column(columns);
-  std::vector<const std::uint64_t*> sorted;
-  for (const std::size_t n : order) sorted.push_back(words[n]);
-  std::vector<ColumnRun> runs;
-  for (std::size_t begin = 0, end = 0; begin < order.size(); begin = end) {
-    for (end = begin + 1; end < order.size() && end - begin < 64; ++end) {
-      if (columns[order[end]] != columns[order[end - 1]] + 1) break;
-    }
-    runs.push_back({columns[order[begin]], std::span<const std::uint64_t* const>(sorted.data() + begin, end - begin)});
+  std::vector<std::uint64_t> in(columns_, 0);
+  std::uint64_t phases = 0;
+  for (const std::uint32_t c : columns) phases |= std::uint64_t{1} << (c % k_ % 64);
+  for (std::uint64_t b = 0; b < blocks(); ++b) {
+    for (std::size_t n = 0; n < columns.size(); ++n) in[columns[n]] = words[n][b];
+    or_block(b, in.data(), phases);
   }
-  scatter_runs(runs, 0, blocks());
 }
 
-// Per chunk of 8 blocks and run, one cache line of each of the run's columns is copied into `lines` (up to
-// 64 loads from as many streams, all in flight at once, the next chunk's lines requested ahead), then each
-// block is transposed out of it. A row's bits of the run are ORed in at bit layout_.start(r) + first; the
-// second word only when the run's bits reach it, so that a call writes no word outside its rows' lines (or,
-// packed back to back, outside its blocks). The chunk's cells
-// (8 * C words) stay in cache from one run to the next.
 void ColumnSegment::scatter_runs(std::span<const ColumnRun> runs, std::uint64_t block_begin,
                                  std::uint64_t block_end) noexcept {
-  constexpr std::uint64_t kChunk = 8;
-  constexpr std::uint64_t kAhead = 4 * kChunk;  // words: far enough ahead to cover a miss
-  alignas(64) std::uint64_t lines[64][kChunk] = {};
-  alignas(64) std::uint64_t a[64];
-  for (std::uint64_t b0 = block_begin; b0 < block_end; b0 += kChunk) {
-    const std::uint64_t n = std::min(kChunk, block_end - b0);
+  std::vector<std::uint64_t> in(columns_, 0);
+  std::uint64_t phases = 0;
+  for (const ColumnRun& run : runs) {
+    for (std::size_t j = 0; j < run.words.size(); ++j) phases |= std::uint64_t{1} << ((run.first + j) % k_ % 64);
+  }
+  for (std::uint64_t b = block_begin; b < block_end; ++b) {
     for (const ColumnRun& run : runs) {
-      const auto width = static_cast<unsigned>(run.words.size());
-      for (unsigned j = 0; j < 64; ++j) {
-        if (j >= width) {
-          std::fill(lines[j], lines[j] + kChunk, 0);
-        } else if (n == kChunk) {
-          std::memcpy(lines[j], run.words[j] + b0, sizeof lines[j]);  // a fixed size: one or two vector loads
-        } else {
-          std::memcpy(lines[j], run.words[j] + b0, n * sizeof(std::uint64_t));
-        }
-        if (j < width && b0 + kAhead < block_end) __builtin_prefetch(run.words[j] + b0 + kAhead);
-      }
-      for (std::uint64_t c = 0; c < n; ++c) {
-        for (unsigned j = 0; j < 64; ++j) a[j] = lines[j][c];
-        transpose64(a);
-        const std::uint64_t row0 = 64 * (b0 + c);
-        const std::uint64_t in_block = std::min<std::uint64_t>(64, rows_ - row0);
-        RowWalk walk(layout_, row0, run.first);
-        for (std::uint64_t i = 0; i < in_block; ++i, walk.next()) {
-          const unsigned shift = walk.bit() & 63;
-          std::uint64_t* out = cells_.data() + (walk.bit() >> 6);
-          out[0] |= a[i] << shift;
-          if (shift + width > 64) out[1] |= a[i] >> (64 - shift);
-        }
-      }
+      for (std::size_t j = 0; j < run.words.size(); ++j) in[run.first + j] = run.words[j][b];
     }
+    or_block(b, in.data(), phases);
   }
-}
-
-// Doubling: after the step that brings `run` to n, bit i is set when bits i..i+n-1 all were.
-std::int64_t oldest_window_of_bits(std::vector<std::uint64_t>& bits, std::size_t n, std::uint32_t k) noexcept {
-  const std::size_t words = (n + 63) / 64;
-  for (std::uint32_t run = 1; run < k;) {
-    const std::uint32_t step = std::min(run, k - run);
-    // Each word is read before it is written, one word at a time: a vectorised form of this loop loaded
-    // two words the previous pass had just stored one by one, which the CPU cannot forward from its store
-    // buffer (a profile at 2.7 MiB and 1e-3 had 56% of this function's samples on that load).
-    std::uint64_t current = bits[0];
-    for (std::size_t w = 0; w < words; ++w) {
-      const std::uint64_t next = bits[w + 1];
-      bits[w] = current & ((current >> step) | (next << (64 - step)));
-      current = next;
-    }
-    run += step;
-  }
-  for (std::size_t w = 0; w < words; ++w) {
-    if (bits[w] == 0) continue;
-    const auto i = static_cast<std::int64_t>(64 * w + static_cast<std::size_t>(std::countr_zero(bits[w])));
-    const auto window = static_cast<std::int64_t>(n) - static_cast<std::int64_t>(k) - i;
-    return window >= 0 ? window : -1;
-  }
-  return -1;
 }
 
 }  // namespace bloomgate::filters::detail

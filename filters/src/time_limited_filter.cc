@@ -20,47 +20,49 @@ namespace {
 using detail::BitSlice;
 using detail::ColumnSegment;
 using detail::ColumnSlice;
-using detail::kMinSharedRows;
 using detail::kUnstamped;
 using detail::Probes;
 
 constexpr std::uint64_t kDefaultMaxSliceBits = 1ULL << 33;
 constexpr std::uint64_t kDefaultMaxGeneration = 1ULL << 32;
 constexpr std::uint64_t kMaxSlicesOnDisk = 1ULL << 20;
-// Completed generations the rate estimate of eq (6) averages over.
+// Completed generations the rate estimate of eq (6) averages over: at least kRateWindow, and more while
+// they hold fewer than kMinRateInsertions insertions and span at most T / kMaxRateSpanPerTtl. Small filters'
+// generations are small, and a rate counted over 8 of them is noisy (4% at 10,000 keys per TTL and level 6,
+// Poisson arrivals), which would make eq (8)'s sizes jump past the segment's and open segments.
 constexpr std::size_t kRateWindow = 8;
+constexpr double kMinRateInsertions = 1024;
+constexpr std::int64_t kMaxRateSpanPerTtl = 4;
 // The target generation may grow at most this much per slide: events sharing one timestamp make the
 // measured duration ~0 and the rate estimate unbounded, which would otherwise size gigantic slices.
 // 4x per slide follows a 100x rate jump within four rounds of k generations.
 constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
-// A new slice of kMinSharedRows bits or more shares the newest segment's size M (and so its rows) when
-// the size eq (8) asks for is within [M - M / kShareBelow, M + M / kShareAbove]; a segment opened for a
-// new size gets two standard deviations of headroom (segment_rows). At a steady rate the sizes of eq (8)
-// jitter from slide to slide (measured: 32640 to 33216 bits at 1e-3 and 200,000 keys per TTL, about the
-// Poisson noise of the 8 generations eq (6) counts), so without sharing every slide would open a segment.
-// Sharing prefers larger slices: eq (5) sizes a generation by the fullest slice of the insertion region,
-// so a smaller slice ends its generations early while a larger one does not lengthen them; with sizes
-// shared both ways (1/32) the tests' streams kept 5% to 7% more slices at a 5% to 10% higher FPR (1e-4:
-// 1.100e-4). Smaller slices keep their exact size, one column each, the layout they had: they are in
-// cache, where a segment saves little, and their sizes are pinned by the format tests.
-constexpr std::uint64_t kShareBelow = 32;
-constexpr std::uint64_t kShareAbove = 128;
+// A new slice shares the newest segment's size M (and so its rows) when the size eq (8) asks for is within
+// [M - M / kShareBelow, M + M / kShareAbove]; a segment opened for a new size gets headroom for the noise of
+// the rate estimate (segment_rows). At a steady rate the sizes of eq (8) jitter from slide to slide (about
+// the Poisson noise of the kRateWindow generations eq (6) counts: 32640 to 33216 bits at 1e-3 and 200,000
+// keys per TTL, +-4% for a 10,000-key filter at level 6), so without sharing every slide would open a
+// segment, and a query reads one cell per hash index per segment. Sharing prefers larger slices: eq (5)
+// sizes a generation by the fullest slice of the insertion region, so a smaller slice ends its generations
+// early while a larger one does not lengthen them (docs/decisions/tlbf-phase-tables.md has the figures).
+constexpr std::uint64_t kShareBelow = 8;
+constexpr std::uint64_t kShareAbove = 64;
+// Headroom of a new segment, in standard deviations of that noise, and at most this share of its size.
+constexpr double kHeadroomDeviations = 2.5;
+constexpr double kMaxHeadroom = 0.125;
+constexpr double kMaxRampHeadroom = 0.25;
+// Slides over which the spread of the asked sizes is estimated.
+constexpr std::uint64_t kAskMemory = 16;
 
 bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexcept {
   if (exact_size) return rows == bits;
-  if (bits < kMinSharedRows) return false;
   return bits >= rows - rows / kShareBelow && bits <= rows + rows / kShareAbove;
 }
 
-// A query reads one row per hash index per segment. When that is more than this many times k (small
-// slices, one column each; a rate change opening a segment every slide or two), it walks the slices as
-// b.5 does instead, which stops at the first few misses.
-constexpr std::uint64_t kMaxRowReadsPerK = 3;
-// A batch queried by rows requests the rows of the next key only. A scratch driver at 64 MiB and 1e-4 (two
-// runs each, median of 10 blocks, noisy) gave 15.7 / 15.0 x its split-block filter with 1 key ahead, 16.2 /
-// 16.2 with 2, 16.7 / 16.7 with 4: more rows in flight wait for the miss buffers instead of overlapping.
+// A batch requests the cells of the next key only: more keys' requests in flight wait for the miss buffers
+// instead of overlapping (1, 2 and 4 keys ahead measured: docs/decisions/tlbf-rows-in-lines.md).
 constexpr std::size_t kRowBatchLookahead = 1;
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
@@ -106,24 +108,20 @@ std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.siz
 
 // Creation state (c.4): k+l slices sized for expected_per_ttl keys per T, S[k] stamped as the end of
 // "generation 0" so the first rate measurement has a reference point.
-// Small slices are one column each, so each retired one frees its memory as before. Larger ones share
-// one segment of k+l columns. A filter that later keeps k+l+1 slices grows it once (grow()); with shared
-// sizes a steady filter keeps k+l: its slices are a little larger than eq (8) asks, so the oldest has
-// expired by the next slide.
+// The slices share one segment of k+l columns. A filter that later keeps k+l+1 slices grows it once
+// (grow()); with shared sizes a steady filter keeps k+l: its slices are a little larger than eq (8) asks,
+// so the oldest has often expired by the next slide.
 void TimeLimitedFilter::reset(std::int64_t now_ns) {
   for (const BitSlice& slice : slices_) dropped_slice_ids_.push_back(slice.id);
   slices_.clear();
   segments_.clear();
   const double per_slice = static_cast<double>(expected_per_ttl_) * params_.k / params_.l;
-  const std::uint64_t bits =
-      segment_rows(std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_));
+  // The size the expected rate asks for, without headroom: it is a hint, and a segment for a measured rate
+  // gets its headroom when it opens (segment_rows).
+  const std::uint64_t bits = std::min(half_fill_slice_bits(per_slice, 2ULL * params_.k), max_slice_bits_);
   const std::uint32_t count = params_.k + params_.l;
-  const bool shared = bits >= kMinSharedRows;
-  if (shared) open_segment(bits, count);
-  for (std::uint32_t p = count; p-- > 0;) {
-    if (!shared) open_segment(bits, 1);
-    push_front_slice(next_slice_id_ + p, bits, p % params_.k, true);
-  }
+  open_segment(bits, count);
+  for (std::uint32_t p = count; p-- > 0;) push_front_slice(next_slice_id_ + p, bits, p % params_.k, true);
   next_slice_id_ += count;
   slices_[params_.k].stamp_ns = now_ns;
   generation_size_ = generation_remaining_ = next_generation_size();
@@ -144,41 +142,42 @@ bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) cons
 }
 
 bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) const {
-  return oldest_window(probes, now_ns) >= 0;
+  return oldest_window(probes, now_ns, nullptr, false) >= 0;
 }
 
-// b.5's answer: walked slice by slice (small slices, or several segments), or from k row reads per
-// segment: the valid slices holding the key's bit, oldest first, then the first run of k of them.
-std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located) const {
+// b.5's answer. One segment (a steady rate): the runs of k found among the key's k cells
+// (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the b.5 walk.
+std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located,
+                                              bool oldest) const {
   const std::size_t n = slices_.size();
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
-  if (!read_rows_) {
-    const std::vector<const ColumnSlice*>& by_position = slices_by_position();
+  LocatedRows here;
+  if (located == nullptr) located = &here;
+  if (segments_.size() > 1) {
+    const std::vector<ColumnSlice*>& by_position = slices_by_position();
     return detail::oldest_matching_run(n, params_.k, [&](std::size_t p) {
       const std::size_t bit = n - 1 - p;
       return ((valid[bit / 64] >> (bit % 64)) & 1U) != 0 && by_position[p]->test(probes);
     });
   }
-  match_bits_.assign(valid.size(), 0);
-  LocatedRows here;
-  if (located == nullptr) located = &here;
-  std::size_t offset = 0;
-  for (const auto& segment : segments_) {
-    if (!located_in(*segment, *located)) locate(*segment, probes, *located);
-    segment->match(located->start.data(), match_bits_.data(), offset);
-    offset += segment->live();
+  const ColumnSegment& segment = *segments_.front();
+  if (!oldest) {
+    if (located_in(segment, *located)) return segment.any_run(located->start.data(), valid_by_phase_.data()) ? 0 : -1;
+    located->segment = &segment;
+    located->layout_version = layout_version_;
+    return segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data()) ? 0 : -1;
   }
-  for (std::size_t w = 0; w < valid.size(); ++w) match_bits_[w] &= valid[w];
-  return detail::oldest_window_of_bits(match_bits_, n, params_.k);
+  if (!located_in(segment, *located)) locate(segment, probes, *located);
+  const std::int64_t age = segment.oldest_run(located->start.data(), valid_by_phase_.data());
+  return age < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(params_.k) - age;
 }
 
-// The walk's view of the slices: a deque's operator[] divides by its block's element count, once per slice
-// probed (perf on a 60 KiB filter put that and the per-slice expiry test at about a quarter of the walk's
-// samples).
-const std::vector<const ColumnSlice*>& TimeLimitedFilter::slices_by_position() const {
+// A deque's operator[] divides by its block's element count and its iterator steps through blocks; the
+// insertion and the walk read the slices from here instead.
+const std::vector<ColumnSlice*>& TimeLimitedFilter::slices_by_position() const {
   if (by_position_version_ != layout_version_) {
     by_position_.clear();
-    for (const ColumnSlice& slice : slices_) by_position_.push_back(&slice);
+    for (const ColumnSlice& slice : slices_) by_position_.push_back(const_cast<ColumnSlice*>(&slice));
     by_position_version_ = layout_version_;
   }
   return by_position_;
@@ -207,6 +206,8 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now
     }
   }
   valid_version_ = layout_version_;
+  valid_by_phase_.assign(params_.k, 0);
+  if (segments_.size() == 1) segments_.front()->valid_by_phase(valid_.data(), valid_by_phase_.data());
   return valid_;
 }
 
@@ -214,7 +215,7 @@ bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
   return contains_at(Probes(key, params_.k), clamp(now));
 }
 
-// `located` holds the rows of one segment at a time: the newest one's last, for the insertion.
+// `located` holds the cells of one segment at a time.
 bool TimeLimitedFilter::located_in(const ColumnSegment& segment, const LocatedRows& located) const noexcept {
   return located.segment == &segment && located.layout_version == layout_version_;
 }
@@ -225,26 +226,25 @@ void TimeLimitedFilter::locate(const ColumnSegment& segment, const Probes& probe
   located.layout_version = layout_version_;
 }
 
-// The lines every key needs first: the query's first probe (the oldest window's newest slice, b.5) and the
-// k lines an absent key's insertion writes. The rest of the query depends on what these hold. Reading by
-// rows, the rows are located here once for the query and the insertion that follow (`located`).
+// One segment: requests the key's cells, located here once for the query and the insertion that follow
+// (`located`). Several (the walk): the first probe (the oldest window's newest slice) and the k insertion
+// cells.
 void TimeLimitedFilter::prefetch_first_lines(const Probes& probes, LocatedRows& located) const noexcept {
-  if (read_rows_) {
-    for (const auto& segment : segments_) {
-      locate(*segment, probes, located);
-      segment->prefetch(located.start.data());
-    }
+  if (segments_.size() == 1) {
+    locate(*segments_.front(), probes, located);
+    segments_.front()->prefetch(located.start.data());
     return;
   }
-  for (std::uint32_t p = 0; p < params_.k; ++p) slices_[p].prefetch(probes);
-  slices_[slices_.size() - params_.k].prefetch(probes);
+  const std::vector<ColumnSlice*>& by_position = slices_by_position();
+  for (std::uint32_t p = 0; p < params_.k; ++p) by_position[p]->prefetch(probes);
+  by_position[slices_.size() - params_.k]->prefetch(probes);
 }
 
 bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, LocatedRows& located,
                                               std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const std::int64_t window = oldest_window(probes, now_ns, &located);
+  const std::int64_t window = oldest_window(probes, now_ns, &located, age != nullptr);
   const bool present = window >= 0;
   if (present && age != nullptr) *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);  // before a slide
   if (!present || refresh_on_duplicate_) insert(probes, now_ns, &located);
@@ -271,10 +271,11 @@ Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldes
   return Duration{std::max<std::int64_t>(0, elapsed(now_ns, recorded))};
 }
 
+// One segment: the query issues the k cell reads itself, together; several: they are requested first.
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
   const Probes probes(key, params_.k);
   LocatedRows located;
-  prefetch_first_lines(probes, located);
+  if (segments_.size() > 1) prefetch_first_lines(probes, located);
   return test_and_insert_probes(probes, now, located);
 }
 
@@ -287,10 +288,10 @@ Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now)
   return sighting;
 }
 
-// Keys whose lines are requested ahead: a query by rows requests all k of its rows at once, and more than
-// a few keys' worth of requests in flight wait for the miss buffers instead of overlapping.
+// Keys whose cells are requested ahead: a query requests all k of its cells at once, and more than a few
+// keys' worth of requests in flight wait for the miss buffers instead of overlapping.
 std::size_t TimeLimitedFilter::batch_lookahead() const noexcept {
-  return read_rows_ ? std::min(kRowBatchLookahead, detail::kBatchLookahead) : detail::kBatchLookahead;
+  return std::min(kRowBatchLookahead, detail::kBatchLookahead);
 }
 
 // A slide between prefetch and use only makes a prefetched line useless, never an answer wrong.
@@ -326,14 +327,19 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
     end_generation_early();
   }
   if (generation_remaining_ == 0) slide(now_ns);
-  // After a slide, reset or early generation end above the rows are found again.
-  auto newest = slices_.begin();  // stepped, not indexed: a deque's operator[] divides
-  for (std::uint32_t p = 0; p < params_.k; ++p, ++newest) {
-    ColumnSlice& slice = *newest;
-    if (located != nullptr && located_in(*slice.segment, *located)) {
-      slice.set_at_row(located->start[slice.hash_index]);
-    } else {
-      slice.set(probes);
+  // After a slide, reset or early generation end above the cells are found again. The k newest slices are
+  // read from slices_by_position(): a deque's iterator steps and operator[] divides.
+  const std::vector<ColumnSlice*>& newest = slices_by_position();
+  if (located != nullptr && segments_.size() == 1 && located_in(*segments_.front(), *located)) {
+    for (std::uint32_t p = 0; p < params_.k; ++p) newest[p]->set_in_cell(located->start[newest[p]->hash_index]);
+  } else {
+    for (std::uint32_t p = 0; p < params_.k; ++p) {
+      ColumnSlice& slice = *newest[p];
+      if (located != nullptr && located_in(*slice.segment, *located)) {
+        slice.set_in_cell(located->start[slice.hash_index]);
+      } else {
+        slice.set(probes);
+      }
     }
   }
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
@@ -366,9 +372,12 @@ void TimeLimitedFilter::slide(std::int64_t now_ns) {
   const bool keep_oldest = !expired(oldest, now_ns) && oldest.insertions > 0 && slices_.size() < max_slices_;
   if (!keep_oldest) drop_oldest();
   const std::uint64_t capacity = new_slice_capacity(target);
-  const std::uint64_t bits = std::min(half_fill_slice_bits(static_cast<double>(capacity), 2ULL * params_.k),
-                                      max_slice_bits_);
+  // Eq (8), not rounded to whole words: a segment's rows need not be (3.7% of a 1,728-bit slice).
+  const std::uint64_t bits = std::min(
+      std::max<std::uint64_t>(2ULL * params_.k, static_cast<std::uint64_t>(std::ceil(static_cast<double>(capacity) / std::log(2.0)))),
+      max_slice_bits_);
   const std::uint32_t index = (slices_.front().hash_index + params_.k - 1) % params_.k;
+  record_ask(bits);
   push_front_slice(next_slice_id_++, bits, index, false);
   generation_size_ = generation_remaining_ = next_generation_size();
   generation_inserted_ = 0;
@@ -384,8 +393,12 @@ std::uint64_t TimeLimitedFilter::target_generation_size() const {
   const std::size_t newest = params_.k - 1;
   std::size_t oldest = newest;
   double inserted = 0;
-  while (oldest + 1 < slices_.size() && oldest - newest < kRateWindow &&
-         slices_[oldest + 1].stamp_ns != kUnstamped) {
+  const auto counted_enough = [&](std::size_t next) {
+    if (oldest - newest < kRateWindow) return false;
+    return inserted >= kMinRateInsertions ||
+           elapsed(slices_[newest].stamp_ns, slices_[next].stamp_ns) > ttl_ns_ / kMaxRateSpanPerTtl;
+  };
+  while (oldest + 1 < slices_.size() && slices_[oldest + 1].stamp_ns != kUnstamped && !counted_enough(oldest + 1)) {
     inserted += static_cast<double>(slices_[oldest].generation_insertions);
     ++oldest;
   }
@@ -407,27 +420,45 @@ void TimeLimitedFilter::drop_oldest() {
   slices_.pop_back();
   if (segment->live() == 0 && segment != segments_.back().get()) segments_.erase(segments_.begin());
   ++layout_version_;
-  choose_query();
 }
 
-// Headroom for the sizes to come: two standard deviations of the Poisson noise of eq (6)'s count of
-// 8 generations of g = M ln 2 / k insertions (1.5% for 1 MiB filters, 0.1% for 256 MiB ones).
-std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits) const {
-  if (bits < kMinSharedRows) return bits;
-  const double generation = static_cast<double>(bits) * std::log(2.0) / params_.k;
-  const double headroom = 2.0 / std::sqrt(static_cast<double>(kRateWindow) * generation);
-  const auto rows = static_cast<std::uint64_t>(std::ceil(static_cast<double>(bits) * (1 + headroom) / 64)) * 64;
+// Headroom for the sizes to come: kHeadroomDeviations standard deviations of the sizes eq (8) asked for
+// (an exponentially weighted estimate over the last ~kAskMemory slides), at least 1/128 and at most
+// kMaxHeadroom. Until 2 kAskMemory slides have been seen (a new or restored filter), the Poisson noise of eq
+// (6)'s count of kRateWindow generations of g = M ln 2 / k insertions stands in for it. An evenly paced
+// stream asks for nearly the same size every slide and gets little headroom; a Poisson one 2.5 of its
+// noise (10% at 10,000 keys per TTL and level 6, 0.3% for 1 MiB filters at 1e-3).
+std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const {
+  double deviation;
+  if (asks_seen_ >= 2 * kAskMemory && ask_mean_ > 0) {
+    deviation = std::sqrt(ask_variance_) / ask_mean_;
+  } else {
+    const double generation = std::max(1.0, static_cast<double>(bits) * std::log(2.0) / params_.k);
+    deviation = 1 / std::sqrt(static_cast<double>(kRateWindow) * generation);
+  }
+  // Sizes that grew past the newest segment's (a rate ramp) are likely to grow on: as much again, up to
+  // kMaxRampHeadroom, so that the next few slides share this segment instead of opening one each.
+  const double growth = std::clamp(static_cast<double>(bits) / static_cast<double>(newest_rows) - 1, 0.0, kMaxRampHeadroom);
+  const double headroom = std::max(std::clamp(kHeadroomDeviations * deviation, 1.0 / 128, kMaxHeadroom), growth);
+  const auto rows = static_cast<std::uint64_t>(std::ceil(static_cast<double>(bits) * (1 + headroom)));
   return std::max(bits, std::min(rows, max_slice_bits_));
+}
+
+void TimeLimitedFilter::record_ask(std::uint64_t bits) noexcept {
+  const double x = static_cast<double>(bits);
+  if (asks_seen_++ == 0) {
+    ask_mean_ = x;
+    ask_variance_ = 0;
+    return;
+  }
+  const double alpha = 1.0 / kAskMemory;
+  const double d = x - ask_mean_;
+  ask_mean_ += alpha * d;
+  ask_variance_ = (1 - alpha) * (ask_variance_ + alpha * d * d);
 }
 
 void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) {
   segments_.push_back(std::make_unique<ColumnSegment>(rows, columns, params_.k));
-}
-
-void TimeLimitedFilter::choose_query() {
-  std::uint64_t row_reads = 0;
-  for (const auto& segment : segments_) row_reads += segment->row_reads();
-  read_rows_ = row_reads <= kMaxRowReadsPerK * params_.k;
 }
 
 // The new slice becomes the newest column of the newest segment when it can share its rows (its size
@@ -435,12 +466,19 @@ void TimeLimitedFilter::choose_query() {
 void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
                                          bool exact_size) {
   if (segments_.empty() || !shares_rows(segments_.back()->rows(), bits, exact_size)) {
-    // The newest segment will take no more slices: its free columns would only be memory.
-    if (!segments_.empty() && !segments_.back()->full()) resize(*segments_.back(), segments_.back()->live());
-    open_segment(exact_size ? bits : segment_rows(bits), 1);
+    // A segment grows one slot (k columns) at a time, so the one left behind has fewer than k free columns:
+    // it keeps them rather than be copied (a copy transposes all its cells; trimming every segment a rate
+    // ramp left behind cost service_bench's filters ~1,300 ns per event).
+    const std::uint64_t newest_rows = segments_.empty() ? bits : segments_.back()->rows();
+    open_segment(exact_size ? bits : segment_rows(bits, newest_rows), 1);
   }
-  ColumnSegment& segment = *segments_.back();
-  if (segment.full()) grow(segment);
+  if (segments_.back()->full()) {
+    if (segments_.back()->columns() < ColumnSegment::max_slices(params_.k)) {
+      grow(*segments_.back());
+    } else {
+      open_segment(segments_.back()->rows(), 1);  // the widest cells: the next slices in a segment of their own
+    }
+  }
   ColumnSlice slice;
   slice.id = id;
   slice.bits = segments_.back()->rows();
@@ -448,15 +486,12 @@ void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, s
   slice.place(segments_.back().get(), segments_.back()->push(hash_index));
   slices_.push_front(std::move(slice));
   ++layout_version_;
-  choose_query();
 }
 
-// Copies the segment into one with more columns: by half while it holds fewer than k+l+1 slices (a new
-// size phasing in), then one at a time, so a steady filter ends with as many columns as it keeps slices.
+// Copies the segment into one with one more slot per phase (k more columns), so a steady filter ends with
+// fewer than k free columns; a new size phasing in at k+l slices copies its segment (k+l)/k times.
 void TimeLimitedFilter::grow(ColumnSegment& segment) {
-  const std::uint32_t steady = params_.k + params_.l + 1;
-  const std::uint32_t columns = segment.columns();
-  resize(segment, columns < steady ? std::min(steady, std::max(columns + 1, columns + columns / 2)) : columns + 1);
+  resize(segment, std::min(segment.columns() + 1, ColumnSegment::max_slices(params_.k)));
 }
 
 void TimeLimitedFilter::resize(ColumnSegment& segment, std::uint32_t columns) {
@@ -536,8 +571,8 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
     if (!is_expired && slice.stamp_ns != kUnstamped && slice.insertions > 0) oldest_valid_stamp = slice.stamp_ns;
   }
   for (const auto& segment : segments_) {
-    s.bits += segment->cell_bits();  // free columns are memory too
-    s.padding_bits += segment->storage_bits() - segment->cell_bits();
+    s.bits += segment->cell_bits();  // the slices' bits
+    s.padding_bits += segment->storage_bits() - segment->cell_bits();  // free columns, rounding
   }
   s.elements = elements_in_window(now_ns);
   s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
@@ -682,14 +717,14 @@ detail::ColumnSlice& TimeLimitedFilter::place_restored(BitSlice decoded, std::ui
   return placed;
 }
 
-// Scatters the slices' words into segments, oldest first; each run of equal sizes of 2^16 bits or more
-// becomes one segment with exactly as many columns (free columns are not in the records, so a restored
-// filter may take less memory than the one imaged), each smaller slice a segment of its own.
+// Scatters the slices' words into segments, oldest first; each run of equal sizes becomes one segment with
+// room for its slices (free columns are not in the records, so a restored filter may take less memory than
+// the one imaged).
 void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded, const std::vector<std::uint64_t>& set_bits) {
   for (std::size_t end = decoded.size(); end > 0;) {
     std::size_t begin = end - 1;
     const std::uint64_t bits = decoded[end - 1].bits;
-    while (begin > 0 && bits >= kMinSharedRows && decoded[begin - 1].bits == bits) --begin;
+    while (begin > 0 && decoded[begin - 1].bits == bits && end - begin < ColumnSegment::max_slices(params_.k)) --begin;
     open_segment(decoded[end - 1].bits, static_cast<std::uint32_t>(end - begin));
     std::vector<std::uint32_t> columns;
     std::vector<const std::uint64_t*> words;

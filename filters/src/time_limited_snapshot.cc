@@ -17,6 +17,9 @@
 //   40      8       slices n, as many as the metadata record lists
 //   48      n x 44  per slice, newest first (the metadata record's order): id 8, insertions 8, hash index 4,
 //                   stamp 8, generation insertions 8, set bits 8
+//   48+44n  4       the cells' layout, kCellLayout (column_segment.h's phase tables); a header without it
+//                   holds the rows-in-lines cells of earlier versions and is refused, so the store restores
+//                   from the slices
 //
 // Band record (RecordKind::kSnapshotBand, slice id = band number): the header record's checksum (its last 8
 // bytes: a band of another snapshot does not fit), then the band's words.
@@ -37,6 +40,10 @@ using detail::ColumnSlice;
 
 constexpr std::size_t kBandWords = kSnapshotBandBytes / 8;
 constexpr std::uint64_t kMaxSnapshotSlices = 1ULL << 20;
+constexpr std::uint32_t kCellLayout = 2;
+// A snapshot spares a restore the transposes of its slice records, which matter for large filters only: a
+// filter whose slices are smaller restores from its records, as it always did.
+constexpr std::uint64_t kMinSnapshotRows = 1ULL << 16;
 
 // The record's checksum, its last 8 bytes (format.h): what binds a snapshot to its records.
 std::uint64_t checksum_of(std::string_view record) {
@@ -71,8 +78,8 @@ SnapshotHeader parse_header(const Record& header) {
   h.band_words = r.u32("snapshot band words");
   h.bands = r.u32("snapshot bands");
   const std::uint64_t count = r.u64("snapshot slice count");
-  if (h.rows < detail::kMinSharedRows || h.rows > detail::kMaxSliceBitsOnDisk || h.columns == 0 ||
-      h.columns > kMaxSnapshotSlices || h.oldest >= h.columns || count == 0 || count > h.columns ||
+  if (h.rows == 0 || h.rows > detail::kMaxSliceBitsOnDisk || h.columns == 0 ||
+      h.columns > kMaxSnapshotSlices || h.oldest > h.columns || count == 0 || count > h.columns ||
       h.band_words == 0 || h.bands != (h.words + h.band_words - 1) / h.band_words) {
     throw FormatError("time-limited filter snapshot has an impossible shape");
   }
@@ -90,6 +97,13 @@ SnapshotHeader parse_header(const Record& header) {
     h.set_bits[p] = r.u64("snapshot slice set bits");
     if (h.set_bits[p] > h.rows) throw FormatError("time-limited filter snapshot slice has more set bits than bits");
   }
+  if (r.remaining() == 0) {
+    throw FormatError("time-limited filter snapshot holds the cells of an earlier layout (rows in lines)");
+  }
+  if (const std::uint32_t layout = r.u32("snapshot cell layout"); layout != kCellLayout) {
+    throw FormatError("time-limited filter snapshot has cell layout " + std::to_string(layout) + ", not " +
+                      std::to_string(kCellLayout));
+  }
   r.expect_end("time-limited filter snapshot header");
   return h;
 }
@@ -97,7 +111,7 @@ SnapshotHeader parse_header(const Record& header) {
 }  // namespace
 
 std::optional<FilterSnapshot> TimeLimitedFilter::snapshot() const {
-  if (segments_.size() != 1 || segments_.front()->rows() < detail::kMinSharedRows || slices_.empty()) {
+  if (segments_.size() != 1 || segments_.front()->rows() < kMinSnapshotRows || slices_.empty()) {
     return std::nullopt;
   }
   const ColumnSegment& segment = *segments_.front();
@@ -120,6 +134,7 @@ std::optional<FilterSnapshot> TimeLimitedFilter::snapshot() const {
     w.u64(slice.generation_insertions);
     w.u64(slice.set_bits);
   }
+  w.u32(kCellLayout);
   FilterSnapshot out;
   out.header = encode_record(RecordKind::kSnapshot, type(), 0, w.take());
   const std::uint64_t header_checksum = checksum_of(out.header);
@@ -141,6 +156,9 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore_snapshot(const Record& meta, 
   std::vector<std::uint64_t> ids;
   std::unique_ptr<TimeLimitedFilter> f = from_meta(meta, ids);
   if (ids.size() != h.slices.size()) throw FormatError("time-limited filter snapshot lists other slices");
+  if (h.columns > ColumnSegment::max_slices(f->params_.k)) {
+    throw FormatError("time-limited filter snapshot has more columns than a segment holds");
+  }
   for (std::size_t p = 0; p < ids.size(); ++p) {
     if (h.slices[p].id != ids[p] || h.slices[p].hash_index >= f->params_.k) {
       throw FormatError("time-limited filter snapshot slice " + std::to_string(h.slices[p].id) +

@@ -647,11 +647,22 @@ TEST(ServiceEndToEnd, ScrapesDuplicateAgesInBucketsScaledToTheTtl) {
   const auto port = static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
   const std::string scrape = bloomgate::testing::http_request(port, "/metrics").body;
   const std::string histogram = "bloomgate_duplicate_age_seconds";
-  EXPECT_EQ(bucket_count(scrape, histogram, "10"), 0) << scrape;
-  EXPECT_EQ(bucket_count(scrape, histogram, "25"), fifteen_seconds_old);
-  EXPECT_EQ(bucket_count(scrape, histogram, "50"), fifteen_seconds_old);
-  EXPECT_EQ(bucket_count(scrape, histogram, "75"), fifteen_seconds_old + sixty_seconds_old);
-  EXPECT_EQ(bucket_count(scrape, histogram, "+Inf"), static_cast<double>(service.snapshot().duplicates));
+  // A new key the filter wrongly reports present (about 4 expected among 4,000 at 1e-3) is counted too, at
+  // whatever age its chance matches give it: each bucket holds the true repeats plus at most those.
+  const auto duplicates = static_cast<double>(service.snapshot().duplicates);
+  const double false_positives = duplicates - static_cast<double>(fifteen_seconds_old + sixty_seconds_old);
+  ASSERT_GE(false_positives, 0);
+  EXPECT_LE(false_positives, 12) << "more than 3 x the expected false positives";
+  const auto expect_bucket = [&](const char* le, std::uint64_t repeats) {
+    const double count = bucket_count(scrape, histogram, le);
+    EXPECT_GE(count, static_cast<double>(repeats)) << "le=" << le << "\n" << scrape;
+    EXPECT_LE(count, static_cast<double>(repeats) + false_positives) << "le=" << le;
+  };
+  expect_bucket("10", 0);
+  expect_bucket("25", fifteen_seconds_old);
+  expect_bucket("50", fifteen_seconds_old);
+  expect_bucket("75", fifteen_seconds_old + sixty_seconds_old);
+  EXPECT_EQ(bucket_count(scrape, histogram, "+Inf"), duplicates);
 }
 
 // Start-up checks fail before anything is consumed: run() returned exit 1 with `expected` in its message,

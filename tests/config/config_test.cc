@@ -69,6 +69,9 @@ TEST(Config, SecretsAreSubstitutedAndNeverRendered) {
   EXPECT_NE(rendered.find("ttl: 10m"), std::string::npos) << rendered;
   // The rendered configuration is itself a valid configuration.
   EXPECT_EQ(render_effective(parse(rendered)), rendered);
+  // An unset level is the filters' default (the fewest bits per key for the error rate): not rendered.
+  EXPECT_FALSE(c.pipelines.at(0).filter.level.has_value());
+  EXPECT_EQ(rendered.find("level:"), std::string::npos) << rendered;
 }
 
 class MalformedConfig : public ::testing::TestWithParam<BadConfig> {};
@@ -99,6 +102,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "bloomgate.yaml:9:26: pipelines[0].filter.error_rate: must be greater than 0 and less than 1, found 0"},
         BadConfig{"error_rate_too_big", with_pipeline_line("    filter: {error_rate: 1.5}\n"),
                   "bloomgate.yaml:9:26: pipelines[0].filter.error_rate: must be greater than 0 and less than 1, found 1.5"},
+        BadConfig{"level_too_big", with_pipeline_line("    filter: {level: 7}\n"),
+                  "bloomgate.yaml:9:21: pipelines[0].filter.level: must be 0 to 6, found 7"},
         BadConfig{"deeply_nested", "kafka: " + std::string(5000, '[') + std::string(5000, ']') + "\n",
                   "bloomgate.yaml:1:72: nesting is too deep (more than 64 levels of [ or {)"},
         BadConfig{"deeply_indented", "kafka:\n" + std::string(300, ' ') + "brokers: x\n",

@@ -386,71 +386,52 @@ class SegmentCounter final : public Filter {
   std::size_t& most_;
 };
 
-// The transposed query finds the first run of k ones in a bit vector; b.5 walks the slices. They must
-// give the same window on every pattern (fills from sparse to nearly full, lengths around k).
-struct PatternSlice {
-  bool bit = false;
-  bool test(const detail::Probes&) const noexcept { return bit; }
-};
-
-TEST(TransposedQuery, AgreesWithTheSliceWalkOnRandomPatterns) {
-  std::mt19937_64 rng(81);
-  const detail::Probes probes(KeyHash{1}, 1);
-  for (int trial = 0; trial < 200'000; ++trial) {
-    const auto k = static_cast<std::uint32_t>(1 + rng() % 24);
-    const std::size_t n = k + rng() % 260;
-    const double fill = std::uniform_real_distribution<double>(0.3, 1.0)(rng);
-    std::vector<PatternSlice> slices(n);  // newest first
-    std::vector<std::uint64_t> bits((n + 63) / 64 + 1, 0);  // oldest first
-    for (std::size_t p = 0; p < n; ++p) {
-      slices[p].bit = std::uniform_real_distribution<double>(0.0, 1.0)(rng) < fill;
-      const std::size_t i = n - 1 - p;
-      if (slices[p].bit) bits[i / 64] |= std::uint64_t{1} << (i % 64);
-    }
-    const auto walked = detail::oldest_matching_window(slices, k, probes, [](const PatternSlice&) { return true; });
-    ASSERT_EQ(detail::oldest_window_of_bits(bits, n, k), walked) << "trial " << trial << ", k " << k << ", n " << n;
+// Pushes `count` columns whose hash indexes cycle down by one from the newest column's, as the filter's
+// slides give them; returns the hash index of every column (`index_of`: those of the columns already pushed).
+std::vector<std::uint32_t> push_cycling(detail::ColumnSegment& segment, std::uint32_t count, std::uint32_t k,
+                                        std::vector<std::uint32_t> index_of = {}) {
+  index_of.resize(segment.columns() + 1, 0);
+  std::uint32_t next = segment.live() == 0 ? 0 : index_of[segment.column_of_age(segment.live() - 1)];
+  for (std::uint32_t i = 0; i < count; ++i) {
+    next = (next + k - 1) % k;
+    index_of[segment.push(next)] = next;
   }
+  return index_of;
 }
 
-// Rows of up to 512 bits are packed whole into 64-byte lines when the padding wastes at most a quarter
-// of a line, so a row read is one line; the row -> bit mapping must stay exact without a division.
-TEST(RowLayout, RowsStayInsideOneLineAndStartWhereDivisionSays) {
-  for (const std::uint64_t columns : {3ULL, 100ULL, 157ULL, 170ULL, 192ULL, 244ULL, 384ULL, 512ULL}) {
-    const detail::RowLayout layout = detail::RowLayout::for_columns(columns, 1ULL << 40);
-    ASSERT_EQ(layout.block_bits, 512U) << columns;
-    ASSERT_EQ(layout.per_block, 512 / columns) << columns;
-    for (const std::uint64_t row : {0ULL, 1ULL, 2ULL, 3ULL, 511ULL, 512ULL, 123'456'789ULL, (1ULL << 40) - 1}) {
-      const std::uint64_t start = layout.start(row);
-      ASSERT_EQ(start, row / layout.per_block * 512 + row % layout.per_block * columns) << columns << " " << row;
-      ASSERT_EQ(start / 512, (start + columns - 1) / 512) << "row " << row << " of " << columns << " bits straddles";
-    }
+// Columns are grouped by phase (column mod k) into tables of cells of w = C / k bits; one column stays free.
+TEST(ColumnSegment, PhaseTablesHoldCellsOfEveryColumnOfAPhase) {
+  detail::ColumnSegment segment(1000, 157, 16);
+  EXPECT_EQ(segment.columns(), 159U);  // C = 160 = 16 x 10
+  EXPECT_EQ(segment.cell_width(), 10U);
+  EXPECT_EQ(segment.storage_bits(), 16U * 16 * 10 * 64);  // 16 tables of ceil(1000 / 64) blocks of 10 words
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(segment.cells()) % 64, 0U);
+  for (const std::uint32_t c : {0U, 1U, 15U, 16U, 17U, 159U}) {
+    EXPECT_EQ(segment.column_base(c), (c % 16) * 16 * 10 * 64 + c / 16) << c;
   }
-  // Two rows per line at 171 bits would leave a third of it empty; such rows stay back to back. So do the
-  // rows of one column, a small slice's own segment: bit r is row r, as in the slice's words.
-  for (const std::uint64_t columns : {1ULL, 171ULL, 191ULL, 257ULL, 383ULL, 600ULL}) {
-    const detail::RowLayout layout = detail::RowLayout::for_columns(columns, 1000);
-    EXPECT_EQ(layout.start(7), 7 * columns) << columns;
-  }
-  detail::ColumnSegment padded(1000, 157, 3);
-  EXPECT_EQ(padded.cell_bits(), 157'000U);
-  EXPECT_EQ(padded.storage_bits(), 334 * 512U);  // ceil(1000 / 3) lines
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(padded.cells()) % 64, 0U);
+  EXPECT_EQ(detail::ColumnSegment(1000, 1, 3).columns(), 2U);
+  EXPECT_EQ(detail::ColumnSegment(1000, 500, 3).columns(), detail::ColumnSegment::max_slices(3));  // 64-bit cells
+  detail::ColumnSegment cycling(100, 10, 4);
+  cycling.push(2);
+  EXPECT_NO_THROW(cycling.push(1));
+  EXPECT_THROW(cycling.push(3), FormatError);  // hash indexes that do not cycle are a damaged restore
 }
 
 // A checkpoint gathers columns into slice words and a restore scatters them back, 64 x 64 bits at a time:
 // both must agree with the bits one by one, for sizes that are not multiples of 64, a wrapped ring (and its
-// columns asked for newest first), and rows packed into lines (5, 3 or 2 a line), back to back (180), or one a line.
+// columns asked for newest first), and cells of 34 to 64 bits.
 TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
   std::mt19937_64 rng(83);
-  for (const std::uint32_t width : {100U, 150U, 180U, 200U, 400U}) {
+  for (const std::uint32_t width : {100U, 150U, 180U, 191U}) {
     for (const std::uint64_t rows : {1000ULL, 4096ULL}) {
       detail::ColumnSegment segment(rows, width, 3);
-      for (std::uint32_t c = 0; c < width; ++c) segment.push(c % 3);
+      const std::vector<std::uint32_t> index_of = push_cycling(segment, width, 3);
       for (int i = 0; i < 40; ++i) segment.pop();
-      for (std::uint32_t c = 0; c < 40; ++c) segment.push(c % 3);
-      for (int i = 0; i < 20'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % width));
+      push_cycling(segment, 40, 3, index_of);
+      const std::uint32_t columns_c = segment.columns() + 1;
+      for (int i = 0; i < 20'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % columns_c));
       // The k newest columns of a wrapped ring come unsorted (newest first, across the wrap).
-      const std::vector<std::uint32_t> wrapped = {2, 1, 0, width - 1, width - 2};
+      const std::vector<std::uint32_t> wrapped = {2, 1, 0, columns_c - 1, columns_c - 2};
       for (const auto& wanted : {wrapped, std::vector<std::uint32_t>{63, 64, 65}}) {
         const auto gathered = segment.gather(wanted);
         for (std::size_t n = 0; n < wanted.size(); ++n) {
@@ -459,18 +440,13 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
           }
         }
       }
-      std::vector<std::uint32_t> columns = {0, 1, 63, 64, 65, width - 2, width - 1};
+      std::vector<std::uint32_t> columns = {0, 1, 63, 64, 65, columns_c - 2, columns_c - 1};
       const auto words = segment.gather(columns);
-      for (std::size_t n = 0; n < columns.size(); ++n) {
-        for (std::uint64_t r = 0; r < rows; ++r) {
-          ASSERT_EQ(((words[n][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, columns[n])) << columns[n] << " " << r;
-        }
-      }
       detail::ColumnSegment copy(rows, width, 3);
       std::vector<const std::uint64_t*> pointers;
       for (const auto& w : words) pointers.push_back(w.data());
       copy.scatter(columns, pointers);
-      for (std::uint32_t c = 0; c < width; ++c) {
+      for (std::uint32_t c = 0; c < columns_c; ++c) {
         const bool scattered = std::find(columns.begin(), columns.end(), c) != columns.end();
         for (std::uint64_t r = 0; r < rows; ++r) {
           ASSERT_EQ(copy.test(r, c), scattered && segment.test(r, c)) << width << " " << c << " " << r;
@@ -480,7 +456,7 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
   }
 }
 
-// A small slice has a segment of its own, one column whose rows are its words: gathered by copying them.
+// One slice alone: gathered as its words.
 TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
   std::mt19937_64 rng(84);
   detail::ColumnSegment segment(1000, 1, 3);
@@ -494,53 +470,70 @@ TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
   }
 }
 
-// A query ORs, for each live column oldest first, the bit of the row its hash index picks: by whole lines
-// (rows packed into lines) or by rows (back to back, or too many rows a line), the same bits.
-TEST(ColumnSegment, MatchIsTheKeysBitOfEveryLiveColumnInAgeOrder) {
+// A query loads the cell of each hash index: oldest_run() must find the window the b.5 walk finds over
+// the same bits (each live column's bit of the row its hash index picks, oldest first, expired ones
+// failing), for random validity too, and any_run() / locate_any_run() whether there is one.
+TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
   std::mt19937_64 rng(85);
-  const std::uint32_t k = 5;
-  for (const std::uint32_t width : {1U, 3U, 60U, 100U, 150U, 180U, 200U, 400U, 600U}) {
-    const std::uint64_t rows = 2000;
-    detail::ColumnSegment segment(rows, width, k);
-    std::vector<std::uint32_t> index_of(width);
-    auto push = [&](std::uint32_t j) { index_of[segment.push(j)] = j; };
-    for (std::uint32_t c = 0; c < width; ++c) push(static_cast<std::uint32_t>(rng() % k));
-    for (std::uint32_t i = 0; i < width / 3; ++i) segment.pop();  // a wrapped ring
-    for (std::uint32_t i = 0; i < width / 4; ++i) push(static_cast<std::uint32_t>(rng() % k));
-    for (std::uint32_t i = 0; i < 400 * width; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % width));
-    for (int trial = 0; trial < 300; ++trial) {
-      const detail::Probes probes(KeyHash{rng()}, k);
-      const std::size_t offset = rng() % 70;
-      std::vector<std::uint64_t> got((offset + width + 63) / 64 + 2, 0);
-      std::array<std::uint64_t, detail::kMaxProbes> row_starts{};
-      segment.locate(probes, row_starts.data());
-      segment.match(row_starts.data(), got.data(), offset);
-      for (std::uint32_t age = 0; age < segment.live(); ++age) {
-        const std::uint32_t c = segment.column_of_age(age);
-        const bool expected = segment.test(segment.row_of(probes, index_of[c]), c);
-        const std::size_t at = offset + age;
-        ASSERT_EQ(((got[at / 64] >> (at % 64)) & 1U) != 0, expected) << width << " " << trial << " " << age;
+  for (const std::uint32_t k : {1U, 2U, 5U, 16U}) {
+    for (const std::uint32_t width : {1U, 3U, 60U, 100U, 150U, 180U, 200U, 319U}) {
+      if (width > detail::ColumnSegment::max_slices(k)) continue;
+      const std::uint64_t rows = 200;
+      detail::ColumnSegment segment(rows, width, k);
+      std::vector<std::uint32_t> index_of = push_cycling(segment, width, k);
+      for (std::uint32_t i = 0; i < width / 3; ++i) segment.pop();  // a wrapped ring
+      index_of = push_cycling(segment, width / 3, k, index_of);
+      const std::uint32_t columns_c = segment.columns() + 1;
+      for (std::uint32_t i = 0; i < 100 * columns_c; ++i) {
+        segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % columns_c));
+      }
+      for (int trial = 0; trial < 300; ++trial) {
+        const detail::Probes probes(KeyHash{rng()}, k);
+        std::array<std::uint64_t, detail::kMaxProbes> cell_starts{};
+        segment.locate(probes, cell_starts.data());
+        const std::uint32_t n = segment.live();
+        std::vector<std::uint64_t> valid((n + 63) / 64 + 1, 0);
+        std::vector<bool> holds(n);  // by age rank, oldest first
+        const std::uint32_t expired = trial % 2 == 0 ? 0 : static_cast<std::uint32_t>(rng() % (n + 1));
+        for (std::uint32_t age = 0; age < n; ++age) {
+          const std::uint32_t c = segment.column_of_age(age);
+          if (age >= expired) valid[age / 64] |= std::uint64_t{1} << (age % 64);
+          holds[age] = age >= expired && segment.test(segment.row_of(probes, index_of[c]), c);
+        }
+        const std::int64_t window =  // positions newest first, as the filter's slices
+            detail::oldest_matching_run(n, k, [&](std::size_t p) { return static_cast<bool>(holds[n - 1 - p]); });
+        std::array<std::uint64_t, detail::kMaxProbes> by_phase{};
+        segment.valid_by_phase(valid.data(), by_phase.data());
+        const std::int64_t run = segment.oldest_run(cell_starts.data(), by_phase.data());
+        ASSERT_EQ(run < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(k) - run, window)
+            << "k " << k << ", width " << width << ", trial " << trial;
+        ASSERT_EQ(segment.any_run(cell_starts.data(), by_phase.data()), window >= 0);
+        std::array<std::uint64_t, detail::kMaxProbes> fused{};
+        ASSERT_EQ(segment.locate_any_run(probes, by_phase.data(), fused.data()), window >= 0);
+        for (std::uint32_t j = 0; j < k; ++j) ASSERT_EQ(fused[j], cell_starts[j]) << "hash index " << j;
       }
     }
   }
 }
 
 // Retiring the oldest column clears its bit in every row and no other; a repacked segment (another
-// column count, so another row layout) holds the same bits by age.
+// column count, so another cell width) holds the same bits by age.
 TEST(ColumnSegment, PopAndRepackKeepEveryOtherBit) {
   std::mt19937_64 rng(84);
   const std::uint64_t rows = 3000;
   detail::ColumnSegment segment(rows, 100, 4);
-  for (std::uint32_t c = 0; c < 100; ++c) segment.push(c % 4);
-  for (int i = 0; i < 60'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % 100));
+  push_cycling(segment, 100, 4);
+  const std::uint32_t columns_c = segment.columns() + 1;
+  for (int i = 0; i < 60'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % columns_c));
+  const std::uint32_t oldest = segment.column_of_age(0);
   detail::ColumnSegment before = segment;
   segment.pop();
-  for (std::uint32_t c = 0; c < 100; ++c) {
+  for (std::uint32_t c = 0; c < columns_c; ++c) {
     for (std::uint64_t r = 0; r < rows; ++r) {
-      ASSERT_EQ(segment.test(r, c), c != 0 && before.test(r, c)) << c << " " << r;
+      ASSERT_EQ(segment.test(r, c), c != oldest && before.test(r, c)) << c << " " << r;
     }
   }
-  for (const std::uint32_t columns : {99U, 180U, 400U}) {
+  for (const std::uint32_t columns : {99U, 180U, 255U}) {
     const auto copy = segment.repacked(columns);
     for (std::uint32_t age = 0; age < segment.live(); ++age) {
       for (std::uint64_t r = 0; r < rows; ++r) {
@@ -564,7 +557,7 @@ TEST(ColumnSegment, ScatteredRunsSplitByBlocksMatchTheBitsOneByOne) {
       column.back() &= (std::uint64_t{1} << (rows % 64)) - 1;
     }
     detail::ColumnSegment segment(rows, columns, 3);
-    for (std::uint32_t c = 0; c < columns; ++c) segment.push(c % 3);
+    push_cycling(segment, columns, 3);
     std::vector<const std::uint64_t*> pointers;
     for (const auto& column : words) pointers.push_back(column.data());
     std::vector<detail::ColumnSegment::ColumnRun> runs;
@@ -588,17 +581,20 @@ TEST(ColumnSegment, ScatteredRunsSplitByBlocksMatchTheBitsOneByOne) {
 // A restore splits the last run between two threads at shared_word_free(blocks / 2): the rows before the
 // split and the rows from it on must share no word, or the two threads' ORs could lose bits.
 TEST(ColumnSegment, SplitBlocksShareNoWordWithTheRowsBefore) {
-  for (const std::uint32_t columns : {1U, 3U, 5U, 64U, 100U, 150U, 157U, 200U, 300U, 600U}) {
+  for (const std::uint32_t columns : {1U, 3U, 5U, 64U, 100U, 150U, 157U, 191U}) {
     const std::uint64_t rows = 64 * 50 + 7;
     const detail::ColumnSegment segment(rows, columns, 3);
+    const std::uint64_t w = segment.cell_width();
     for (std::uint64_t block = 0; block < segment.blocks(); ++block) {
       const std::uint64_t split = segment.shared_word_free(block);
       ASSERT_LE(split, block) << columns;
       if (split == 0) continue;
-      const std::uint64_t first_bit = segment.layout().start(64 * split);
-      const std::uint64_t last_bit_before = segment.layout().start(64 * split - 1) + columns - 1;
-      EXPECT_EQ(first_bit % 64, 0U) << columns << " columns, block " << split;
-      EXPECT_LT(last_bit_before / 64, first_bit / 64) << columns << " columns, block " << split;
+      for (std::uint32_t c = 0; c <= segment.columns(); ++c) {
+        const std::uint64_t cell_start = segment.column_base(c) - segment.slot_of(c) + 64 * split * w;
+        const std::uint64_t last_bit_before = cell_start - 1;
+        EXPECT_EQ(cell_start % 64, 0U) << columns << " columns, block " << split;
+        EXPECT_LT(last_bit_before / 64, cell_start / 64) << columns << " columns, block " << split;
+      }
     }
   }
 }

@@ -112,7 +112,10 @@ struct FilterSettings {
   double error_rate = 0.001;
   std::uint64_t expected_per_ttl = 1'000'000;
   std::uint64_t window = 0;  // age_partitioned: count window; 0 = expected_per_ttl
-  std::uint32_t level = 5;
+  // time_limited / age_partitioned (k, l) level 0..6; unset: the filters' default, the level with the fewest
+  // bits per key for the error rate (6 at 1e-3 and 1e-4, 5 at 1e-2), also the CLI's (docs/performance.md,
+  // "Choosing the level").
+  std::optional<std::uint32_t> level;
 };
 
 struct PipelineSettings {

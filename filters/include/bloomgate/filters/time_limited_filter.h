@@ -10,13 +10,14 @@
 // settles at k+l slices. A slice expires when its stamp is older than now - T; expired slices are dropped
 // from the tail, and a still-valid oldest slice makes the filter grow by one slice instead.
 //
-// Storage (column_segment.h): slices of 2^16 bits or more that share one size are the columns of a
-// segment, stored transposed, so a query reads one row per hash index (k independent misses, requested
-// together) instead of walking up to k+l slices one dependent miss after another; it answers exactly as
-// the b.5 walk. To share, eq (8)'s size is rounded to the newest segment's when within -1/32..+1/128 of
-// it (time_limited_filter.cc explains the bias), so at a steady rate all slices live in one segment.
-// Smaller slices keep their exact sizes, one column each, and are queried by the walk. Records are
-// unchanged: each slice is still written and read as its own words.
+// Storage (column_segment.h): slices that share one size are the columns of a segment, grouped by hash
+// index into tables of small cells, so a query loads one cell per hash index (k independent reads,
+// requested together) instead of walking up to k+l slices one dependent miss after another, and finds the
+// runs of k among those k words; it answers exactly as the b.5 walk. To share, eq (8)'s size is rounded to
+// the newest segment's when within -1/8..+1/64 of it (time_limited_filter.cc explains the bias), so at a
+// steady rate all slices live in one segment, at every size. With several segments (for up to a TTL after
+// the rate changed) a query walks the slices as b.5 does. Records are unchanged: each slice is still
+// written and read as its own words.
 //
 // Guarantees: a key inserted at t0 is reported present at every `now` in [t0, t0 + T] (no false negatives
 // within T). From the end of its generation plus T (generations last at most 2T/l) its oldest slice has
@@ -103,7 +104,7 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
-  // A key's rows in one segment (ColumnSegment::locate), found once for the prefetch, the query and the
+  // A key's cells in one segment (ColumnSegment::locate), found once for the prefetch, the query and the
   // insertion. Valid while the layout is the one they were found in: no slice pushed or dropped, no segment
   // resized or freed since (every such change moves layout_version_ on).
   struct LocatedRows {
@@ -113,14 +114,17 @@ class TimeLimitedFilter final : public Filter {
   };
   bool located_in(const detail::ColumnSegment& segment, const LocatedRows& located) const noexcept;
   void locate(const detail::ColumnSegment& segment, const detail::Probes& probes, LocatedRows& located) const noexcept;
-  // Reading by rows, leaves `located` (when given) holding the newest segment's rows.
-  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr) const;
+  // Leaves `located` (when given) holding the newest segment's cells. Without `oldest`, any window's
+  // position (0) may stand for the oldest one: enough to tell present from absent.
+  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
+                             bool oldest = true) const;
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
-  const std::vector<const detail::ColumnSlice*>& slices_by_position() const;
+  const std::vector<detail::ColumnSlice*>& slices_by_position() const;
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
-  std::uint64_t segment_rows(std::uint64_t bits) const;
+  // Rows of a segment opened for slices of `bits` bits, the newest segment having `newest_rows`.
+  std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const;
+  void record_ask(std::uint64_t bits) noexcept;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
-  void choose_query();
   void grow(detail::ColumnSegment& segment);
   void resize(detail::ColumnSegment& segment, std::uint32_t columns);
   void restore_slices(std::vector<detail::BitSlice> decoded, const std::vector<std::uint64_t>& set_bits);
@@ -156,7 +160,6 @@ class TimeLimitedFilter final : public Filter {
 
   std::deque<detail::ColumnSlice> slices_;
   std::vector<std::unique_ptr<detail::ColumnSegment>> segments_;  // oldest first; slices go to the last
-  bool read_rows_ = true;  // query by rows (few row reads in all) or by the b.5 walk
   std::uint64_t layout_version_ = 0;  // bumped whenever a slice's validity may change other than by time
   std::uint64_t generation_size_ = 0;       // g
   std::uint64_t generation_remaining_ = 0;  // the reference's `counter`
@@ -166,6 +169,10 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t latest_now_ns_;              // the clamp: time never runs backwards
   std::uint64_t next_slice_id_ = 1;
   std::vector<std::uint64_t> dropped_slice_ids_;  // since the last persisted checkpoint
+  // The sizes eq (8) asked for at the slides (segment_rows): their running mean and variance, not persisted.
+  std::uint64_t asks_seen_ = 0;
+  double ask_mean_ = 0;
+  double ask_variance_ = 0;
 
   // Which slices are valid (oldest first), for every `now` in (valid_after_ns_, valid_until_ns_] at
   // layout_version_: slices expire about once per generation, so queries rarely recompute it.
@@ -174,9 +181,11 @@ class TimeLimitedFilter final : public Filter {
   mutable std::int64_t valid_after_ns_ = 0;
   mutable std::int64_t valid_until_ns_ = 0;
   mutable bool valid_has_expired_unstamped_ = false;
-  mutable std::vector<std::uint64_t> match_bits_;  // per query: valid slices holding the key's bit
-  // slices_ by position (0 = newest) at by_position_version_: the walk reads them without the deque.
-  mutable std::vector<const detail::ColumnSlice*> by_position_;
+  // valid_ regrouped by the phase tables of the one segment (ColumnSegment::valid_by_phase), k words.
+  mutable std::vector<std::uint64_t> valid_by_phase_;
+  // slices_ by position (0 = newest) at by_position_version_: the insertion and the walk read them without
+  // the deque.
+  mutable std::vector<detail::ColumnSlice*> by_position_;
   mutable std::uint64_t by_position_version_ = ~std::uint64_t{0};
 };
 
