@@ -40,8 +40,9 @@ void add_filter_command(CLI::App& app, FilterCommandOptions& options, std::strin
   cmd->add_option("--expected", options.filter.expected_per_ttl, "Keys expected per TTL: a sizing hint")
       ->capture_default_str();
   cmd->add_option("--window", options.filter.window, "age_partitioned: the window in keys (default --expected)");
+  options.filter.level = bloomgate::config::kDefaultFilterLevel;
   cmd->add_option("--level", options.filter.level,
-                  "time_limited/age_partitioned: (k, l) level 0..6 (default: the fewest bits per key for the error rate)");
+                  "time_limited/age_partitioned: (k, l) level 0..6 (default: 5, as the service's filter.level)");
   cmd->add_flag("--refresh-on-duplicate", options.filter.refresh_on_duplicate,
                 "A duplicate extends its key's lifetime");
   cmd->add_flag("--timestamps", options.timestamps, "Lines are EPOCH_MILLIS<TAB>KEY instead of KEY");

@@ -69,9 +69,9 @@ TEST(Config, SecretsAreSubstitutedAndNeverRendered) {
   EXPECT_NE(rendered.find("ttl: 10m"), std::string::npos) << rendered;
   // The rendered configuration is itself a valid configuration.
   EXPECT_EQ(render_effective(parse(rendered)), rendered);
-  // An unset level is the filters' default (the fewest bits per key for the error rate): not rendered.
-  EXPECT_FALSE(c.pipelines.at(0).filter.level.has_value());
-  EXPECT_EQ(rendered.find("level:"), std::string::npos) << rendered;
+  // An unset level is the service's default, chosen by speed and memory together.
+  EXPECT_EQ(c.pipelines.at(0).filter.level, std::optional<std::uint32_t>(kDefaultFilterLevel));
+  EXPECT_NE(rendered.find("level: 5"), std::string::npos) << rendered;
 }
 
 class MalformedConfig : public ::testing::TestWithParam<BadConfig> {};
