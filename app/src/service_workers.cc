@@ -167,7 +167,9 @@ std::uint64_t count_input_partitions(const config::Config& config, const Service
 
 ServiceWorkers::ServiceWorkers(config::Config config, ServiceOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
-  Service validate(config_, options_);  // throws std::invalid_argument as the workers would
+  for (const auto& pipeline : config_.pipelines) {
+    filter_options_for(pipeline);  // throws std::invalid_argument, as each worker's Service would
+  }
 }
 
 ServiceWorkers::~ServiceWorkers() = default;

@@ -62,7 +62,7 @@ bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexce
 }
 
 // A batch requests the cells of the next key only: more keys' requests in flight wait for the miss buffers
-// instead of overlapping (1, 2 and 4 keys ahead measured: docs/decisions/tlbf-rows-in-lines.md).
+// instead of overlapping (docs/decisions/tlbf-rows-in-lines.md).
 constexpr std::size_t kRowBatchLookahead = 1;
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {

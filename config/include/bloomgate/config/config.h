@@ -107,9 +107,8 @@ std::vector<KeyPart> key_parts(const KeySettings& key);
 // "json /order_id", "header region", "message_key", "value": how errors and dead letters name a part.
 std::string describe(const KeyPart& part);
 
-// The (k, l) level of the service and of `bloomgate filter` when none is given: chosen by speed and memory
-// together (docs/decisions/default-filter-level.md). At 1e-3, level 5 keeps 1% more bits per key than the
-// level with the fewest (6) and answers 1.2 to 1.5 x faster.
+// The (k, l) level of the service and of `bloomgate filter` when none is given, chosen by speed and memory
+// together rather than by the fewest bits per key (docs/decisions/default-filter-level.md).
 inline constexpr std::uint32_t kDefaultFilterLevel = 5;
 
 struct FilterSettings {
