@@ -1,35 +1,20 @@
-// End-to-end tests of `bloomgate run`: the Service (on a thread, and as the real binary) against an
-// embedded broker over TCP loopback, with what it wrote read back and compared with the exact answer
-// computed here (an exact TTL map: a key is new when it was not recorded within the TTL; a key is
-// recorded when it is new, since refresh_on_duplicate is off).
+// End-to-end tests of `bloomgate run`: the Service on a thread against an embedded broker over TCP
+// loopback, with what it wrote read back and compared with the exact answer computed here (an exact TTL
+// map: a key is new when it was not recorded within the TTL; a key is recorded when it is new, since
+// refresh_on_duplicate is off). service_lifecycle_test.cc has the start-up checks, the graceful stop and
+// the real binary.
 //
 // Randomized streams use fixed seeds (kClicksSeed and the others below), so every run produces the same
 // events. Test data stays small: the embedded broker keeps only the newest 5 MiB of a partition.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>  // after rdkafka.h
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
-#include "../support/http_client.h"
 #include "bloomgate/app/partition_deduplicator.h"
-#include "bloomgate/app/service_metrics.h"
 #include "bloomgate/filters/options.h"
 #include "service_test_support.h"
 
@@ -44,11 +29,6 @@ constexpr std::uint64_t kOrdersSeed = 2002;
 constexpr std::uint64_t kDuplicatesSeed = 3003;
 constexpr std::uint64_t kKeyPartsSeed = 4004;
 
-// Event timestamps start in the past: the event clock caps a timestamp beyond processing time + 1 min.
-std::int64_t past_start_ms() {
-  const auto now = std::chrono::system_clock::now() - std::chrono::hours(2);
-  return std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count();
-}
 
 // ---- streams with a known answer ----------------------------------------------------------------------
 
@@ -253,13 +233,6 @@ void expect_pipeline_matches_exact(const EmbeddedBroker& broker, const config::P
   EXPECT_LT(result.exact_new, result.events * 9 / 10) << "the stream should be a mix: " << summary(result);
 }
 
-// Runs the service on `config` until it has consumed `events`, then stops it: exit 0 expected.
-void run_until_consumed(const EmbeddedBroker& broker, config::Config config, std::uint64_t events) {
-  ServiceThread service(std::move(config), broker);
-  EXPECT_TRUE(service.wait_until_consumed(events)) << "consumed " << service.snapshot().consumed << " of " << events;
-  const std::optional<RunResult> result = service.stop();
-  ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
-}
 
 // Produces a stream of sightings to `topic` (partitioned by message key), each event built by `make`.
 void produce_sightings(const EmbeddedBroker& broker, const std::string& topic, const std::vector<Sighting>& stream,
@@ -319,9 +292,6 @@ KeySourceCase key_source_case(const std::string& name, config::KeySettings key, 
   return {settings, std::move(events), std::move(forwarded)};
 }
 
-Event keyed(std::string key, std::string value, std::vector<Header> headers = {}) {
-  return {std::move(key), std::move(value), std::move(headers), 0, connectors::kAnyPartition};
-}
 
 TEST(ServiceEndToEnd, DeduplicatesByEachKeySource) {
   const std::vector<KeySourceCase> cases{
@@ -604,257 +574,6 @@ TEST(ServiceEndToEnd, EventTimeJudgesByRecordTimestampsProcessingTimeByArrival) 
   run_until_consumed(broker, service_config(broker, "time-sources", {event_time, processing_time}), 8);
   EXPECT_EQ(forwarded_offsets(broker, "by-event", "by-event-out"), (std::vector<std::int64_t>{0, 1, 3}));
   EXPECT_EQ(forwarded_offsets(broker, "by-arrival", "by-arrival-out"), (std::vector<std::int64_t>{0, 1}));
-}
-
-// The cumulative count of a histogram bucket in a Prometheus text scrape, or -1 when the scrape has none.
-double bucket_count(const std::string& scrape, const std::string& histogram, const std::string& le) {
-  std::istringstream lines(scrape);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(histogram + "_bucket{", 0) == 0 && line.find("le=\"" + le + "\"") != std::string::npos) {
-      return std::stod(line.substr(line.rfind(' ') + 1));
-    }
-  }
-  return -1;
-}
-
-// Duplicate ages as a scrape shows them: measured on the records' own timestamps, in buckets that are
-// shares of the pipeline's TTL (100 s here, so le="25" is a quarter of it).
-TEST(ServiceEndToEnd, ScrapesDuplicateAgesInBucketsScaledToTheTtl) {
-  EmbeddedBroker broker;
-  create_topics(broker, {"ages", "ages-out"}, 1);
-  const config::Config config = service_config(broker, "ages", {pipeline("ages", "ages", "ages-out", 100s)});
-  // 20 new keys per second of event time for 200 s; from 70 s on, each second also repeats the key first
-  // seen 15 s earlier and the one first seen 60 s earlier.
-  const std::int64_t start = past_start_ms();
-  std::vector<Event> events;
-  std::uint64_t fifteen_seconds_old = 0;
-  std::uint64_t sixty_seconds_old = 0;
-  for (int ms = 0; ms < 200'000; ms += 50) {
-    events.push_back({"key-" + std::to_string(ms), "v", {}, start + ms, 0});
-    if (ms >= 70'000 && ms % 1000 == 0) {
-      events.push_back({"key-" + std::to_string(ms - 15'000), "v", {}, start + ms, 0});
-      events.push_back({"key-" + std::to_string(ms - 60'000), "v", {}, start + ms, 0});
-      ++fifteen_seconds_old;
-      ++sixty_seconds_old;
-    }
-  }
-  produce_all(broker, "ages", events);
-
-  ServiceThread service(config, broker);
-  const ServiceEndpoints endpoints(service.service(), config, config.metrics.listen);
-  ASSERT_TRUE(service.wait_until_consumed(events.size()));
-  const std::string address = endpoints.address();
-  const auto port = static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
-  const std::string scrape = bloomgate::testing::http_request(port, "/metrics").body;
-  const std::string histogram = "bloomgate_duplicate_age_seconds";
-  // A new key the filter wrongly reports present (about 4 expected among 4,000 at 1e-3) is counted too, at
-  // whatever age its chance matches give it: each bucket holds the true repeats plus at most those.
-  const auto duplicates = static_cast<double>(service.snapshot().duplicates);
-  const double false_positives = duplicates - static_cast<double>(fifteen_seconds_old + sixty_seconds_old);
-  ASSERT_GE(false_positives, 0);
-  EXPECT_LE(false_positives, 12) << "more than 3 x the expected false positives";
-  const auto expect_bucket = [&](const char* le, std::uint64_t repeats) {
-    const double count = bucket_count(scrape, histogram, le);
-    EXPECT_GE(count, static_cast<double>(repeats)) << "le=" << le << "\n" << scrape;
-    EXPECT_LE(count, static_cast<double>(repeats) + false_positives) << "le=" << le;
-  };
-  expect_bucket("10", 0);
-  expect_bucket("25", fifteen_seconds_old);
-  expect_bucket("50", fifteen_seconds_old);
-  expect_bucket("75", fifteen_seconds_old + sixty_seconds_old);
-  EXPECT_EQ(bucket_count(scrape, histogram, "+Inf"), duplicates);
-}
-
-// Start-up checks fail before anything is consumed: run() returned exit 1 with `expected` in its message,
-// no offset was committed and nothing was written to the input or any of `untouched`.
-void expect_refused_start(const EmbeddedBroker& broker, const config::Config& config, ServiceThread& service,
-                          const std::vector<std::string>& expected, const std::vector<std::string>& untouched) {
-  const std::optional<RunResult> result = service.wait_for_exit();
-  ASSERT_TRUE(result && result->exit_code == kExitServiceFailed) << describe(result);
-  for (const std::string& fragment : expected) EXPECT_NE(result->error.find(fragment), std::string::npos) << result->error;
-  EXPECT_EQ(service.snapshot().consumed, 0U);
-  EXPECT_EQ(total(committed_offsets(broker, config.kafka.group_id, "in")), 0);
-  EXPECT_EQ(total(end_offsets(broker, "in")), 3);
-  for (const std::string& topic : untouched) EXPECT_EQ(total(end_offsets(broker, topic)), 0) << topic;
-}
-
-// Input "in" (4 partitions, 3 events), dead-letter "dlq", and output "out" with `output_partitions`, or
-// missing when 0.
-config::Config start_up_check_config(EmbeddedBroker& broker, const std::string& group, int output_partitions) {
-  create_topics(broker, {"in", "dlq"}, 4);
-  if (output_partitions > 0) {
-    create_topics(broker, {"out"}, output_partitions);
-  } else {
-    // The 2.0.2 mock cluster creates any topic a Metadata request names, whatever the client's
-    // allow.auto.create.topics says (tests/connectors/produce_consume_test.cc), so a missing topic is
-    // simulated: the broker answers UNKNOWN_TOPIC_OR_PART for it, as a real one does for a topic it lacks.
-    rd_kafka_mock_topic_set_error(broker.native_cluster(), "out", RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
-  }
-  produce_all(broker, "in", {keyed("a", "1"), keyed("b", "2"), keyed("c", "3")});
-  config::PipelineSettings settings = pipeline("checked", "in", "out", 1h);
-  settings.dead_letter = "dlq";
-  return service_config(broker, group, {settings});
-}
-
-TEST(ServiceEndToEnd, RefusesToStartWithoutItsOutputTopic) {
-  EmbeddedBroker broker;
-  const config::Config config = start_up_check_config(broker, "missing-output", 0);
-  ServiceThread service(config, broker);
-  expect_refused_start(broker, config, service, {"output topic out"}, {"dlq"});
-}
-
-TEST(ServiceEndToEnd, RefusesToStartWhenTheOutputHasFewerPartitionsThanTheInput) {
-  EmbeddedBroker broker;
-  const config::Config config = start_up_check_config(broker, "too-few-partitions", 2);
-  ServiceThread service(config, broker);
-  expect_refused_start(broker, config, service, {"output topic out has 2 partitions", "the 4 of input in"},
-                       {"out", "dlq"});
-}
-
-// Checks that the records written for `input` name each offset in [0, end) of each partition exactly
-// once, and nothing else.
-void expect_each_offset_once(const std::vector<Record>& written, const std::string& input,
-                             const std::map<std::int32_t, std::int64_t>& end) {
-  std::map<Source, int> times;
-  std::size_t outside = 0;
-  for (const Record& record : written) {
-    const Source source = source_of(record);
-    const auto limit = end.find(source.partition);
-    if (source.topic != input || limit == end.end() || source.offset < 0 || source.offset >= limit->second) ++outside;
-    else ++times[source];
-  }
-  std::size_t twice = 0;
-  for (const auto& [source, count] : times) twice += count > 1 ? 1 : 0;
-  EXPECT_EQ(outside, 0U) << "records naming an offset at or beyond the end (the committed offset)";
-  EXPECT_EQ(twice, 0U) << "input offsets written more than once";
-  EXPECT_EQ(static_cast<std::int64_t>(times.size()), total(end)) << "input offsets below the end not written";
-}
-
-constexpr int kWarmUpEvents = 100;
-constexpr int kLoadEvents = 20'000;   // over ~2 s, across 4 partitions
-constexpr double kLoadPerSecond = 10'000;
-constexpr int kStopAfter = 6'000;     // consumed (or written) before the stop is requested: mid-stream
-
-// Creates "stream" and "stream-unique" (4 partitions each) with kWarmUpEvents in "stream", and returns
-// the pipeline between them (run_config_yaml() says the same in YAML). Every key is unique and the error
-// rate tiny, so no event is dropped as a false positive: every event is forwarded.
-config::PipelineSettings prepare_unique_stream(EmbeddedBroker& broker) {
-  create_topics(broker, {"stream", "stream-unique"}, 4);
-  config::PipelineSettings settings = pipeline("unique", "stream", "stream-unique", 1h);
-  settings.filter.error_rate = 1e-9;
-  settings.filter.expected_per_ttl = 20'000;
-  std::vector<Event> warm_up;
-  for (int i = 0; i < kWarmUpEvents; ++i) warm_up.push_back(keyed("warm-" + std::to_string(i), "w"));
-  produce_all(broker, "stream", warm_up);
-  return settings;
-}
-
-TEST(ServiceEndToEnd, GracefulStopUnderLoadCommitsExactlyWhatItWroteAndARestartResumesThere) {
-  EmbeddedBroker broker;
-  const config::Config config = service_config(broker, "graceful", {prepare_unique_stream(broker)});
-  {
-    ServiceThread service(config, broker);
-    ASSERT_TRUE(service.wait_until_consumed(kWarmUpEvents)) << "the service never started consuming";
-    LoadProducer load(broker, "stream", "load", kLoadEvents, kLoadPerSecond);
-    EXPECT_TRUE(service.wait_until_consumed(kWarmUpEvents + kStopAfter));
-    const std::optional<RunResult> result = service.stop();
-    EXPECT_EQ(load.join(), "");
-    ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
-  }
-  const auto committed = committed_offsets(broker, "graceful", "stream");
-  const auto end = end_offsets(broker, "stream");
-  ASSERT_EQ(total(end), kWarmUpEvents + kLoadEvents);
-  ASSERT_LT(total(committed), total(end)) << "the stop came after the whole stream: nothing left for the restart";
-  expect_each_offset_once(read_topic(broker, "stream-unique"), "stream", committed);
-
-  const std::uint64_t rest = static_cast<std::uint64_t>(total(end) - total(committed));
-  run_until_consumed(broker, config, rest);
-  expect_each_offset_once(read_topic(broker, "stream-unique"), "stream", end);
-}
-
-// ---- the real binary ---------------------------------------------------------------------------------------
-
-std::string run_config_yaml(const std::string& brokers, const std::string& group_id, const std::string& state_dir) {
-  return run_config_head(brokers, group_id, state_dir) + R"(  - name: unique
-    input: [stream]
-    output: stream-unique
-    key: { from: message_key }
-    ttl: 1h
-    filter: { error_rate: 1e-9, expected_per_ttl: 20000 }
-)";
-}
-
-TEST(BloomgateBinary, SigtermStopsGracefullyWithEveryCommittedEventWrittenOnce) {
-  EmbeddedBroker broker;
-  prepare_unique_stream(broker);
-  const TempDir dir;
-  BloomgateProcess bloomgate(dir.file("bloomgate.yaml", run_config_yaml(broker.bootstrap_servers(), "sigterm", dir.path("state"))),
-                             dir.file("stdout"), dir.file("stderr"));
-  ASSERT_TRUE(wait_for_output(broker, "stream-unique", kWarmUpEvents)) << bloomgate.output();
-  {
-    LoadProducer load(broker, "stream", "load", kLoadEvents, kLoadPerSecond);
-    EXPECT_TRUE(wait_for_output(broker, "stream-unique", kWarmUpEvents + kStopAfter));
-    bloomgate.signal(SIGTERM);
-    const std::optional<int> exit_code = bloomgate.wait(kWaitLimit);
-    EXPECT_EQ(load.join(), "");
-    ASSERT_EQ(exit_code, std::optional<int>(0)) << bloomgate.output();
-  }
-  const auto committed = committed_offsets(broker, "sigterm", "stream");
-  EXPECT_LT(total(committed), kWarmUpEvents + kLoadEvents) << "the stop came after the whole stream";
-  expect_each_offset_once(read_topic(broker, "stream-unique"), "stream", committed);
-}
-
-// A TCP socket listening on 127.0.0.1, standing in for a broker: it never accepts, so any connection
-// attempt stays pending on it.
-class LoopbackListener {
- public:
-  LoopbackListener() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    auto* generic = reinterpret_cast<sockaddr*>(&address);  // NOLINT: the sockets API
-    if (fd_ < 0 || bind(fd_, generic, length) != 0 || listen(fd_, 8) != 0 || getsockname(fd_, generic, &length) != 0) {
-      throw std::runtime_error("cannot listen on 127.0.0.1");
-    }
-    port_ = ntohs(address.sin_port);
-  }
-  ~LoopbackListener() {
-    if (fd_ >= 0) close(fd_);
-  }
-  LoopbackListener(const LoopbackListener&) = delete;
-  LoopbackListener& operator=(const LoopbackListener&) = delete;
-
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  bool connection_pending() const {
-    pollfd pending{fd_, POLLIN, 0};
-    return poll(&pending, 1, 0) != 0;
-  }
-
- private:
-  int fd_;
-  std::uint16_t port_ = 0;
-};
-
-TEST(BloomgateBinary, BadConfigExitsTwoNamingTheKeyAndLineWithoutContactingTheBroker) {
-  const LoopbackListener broker;
-  const std::string brokers = broker.address();
-  const TempDir dir;
-  const std::string yaml = "kafka:\n  brokers: " + brokers + R"(
-pipelines:
-  - name: orders
-    input: [orders]
-    output: orders-unique
-    key: { from: message_key }
-    ttl: 10m
-    tll: 5m
-)";
-  const std::string config_path = dir.file("bad.yaml", yaml);
-  BloomgateProcess bloomgate(config_path, dir.file("stdout"), dir.file("stderr"));
-  EXPECT_EQ(bloomgate.wait(kWaitLimit), std::optional<int>(2)) << bloomgate.output();
-  const std::string stderr_text = bloomgate.error_output();
-  EXPECT_NE(stderr_text.find(config_path + ":9:5: pipelines[0].tll: unknown key"), std::string::npos) << stderr_text;
-  EXPECT_FALSE(broker.connection_pending()) << "bloomgate connected to the broker address";
 }
 
 }  // namespace

@@ -68,18 +68,24 @@ using connectors::EmbeddedBroker;
 inline constexpr std::chrono::seconds kWaitLimit{30};
 inline constexpr std::chrono::seconds kRequestTimeout{5};  // one metadata, watermark or offset question
 
-// librdkafka properties that make group joins, rebalances and fetches quick on the mock cluster.
+// librdkafka properties that make group joins, rebalances and fetches quick on the mock cluster; the
+// consumer-only ones carry the `consumer.` prefix of kafka.properties, so the producer is not given them.
 inline std::map<std::string, std::string> fast_client_properties() {
-  return {{"session.timeout.ms", "4000"},       {"heartbeat.interval.ms", "200"},
-          {"topic.metadata.refresh.interval.ms", "1000"}, {"fetch.wait.max.ms", "20"},
-          {"reconnect.backoff.ms", "50"},        {"reconnect.backoff.max.ms", "500"}};
+  return {{"consumer.session.timeout.ms", "4000"},  {"consumer.heartbeat.interval.ms", "200"},
+          {"consumer.fetch.wait.max.ms", "20"},     {"topic.metadata.refresh.interval.ms", "1000"},
+          {"reconnect.backoff.ms", "50"},           {"reconnect.backoff.max.ms", "500"}};
 }
 
+// The test's own clients: quick fetches and reconnects, the group timeouts left at librdkafka's defaults.
 inline connectors::KafkaConfig client_config(const EmbeddedBroker& broker) {
   connectors::KafkaConfig config;
   config.with("bootstrap.servers", broker.bootstrap_servers());
   for (const auto& [name, value] : fast_client_properties()) {
-    if (name != "session.timeout.ms" && name != "heartbeat.interval.ms") config.with(name, value);
+    if (name == "consumer.fetch.wait.max.ms") {
+      config.with("fetch.wait.max.ms", value);
+    } else if (name.rfind("consumer.", 0) != 0) {
+      config.with(name, value);
+    }
   }
   return config;
 }
@@ -153,6 +159,18 @@ struct Event {
   std::int64_t timestamp_ms = 0;  // 0: the producer stamps the current time
   std::int32_t partition = connectors::kAnyPartition;
 };
+
+// An event keyed `key`, partitioned by it, stamped by the producer.
+inline Event keyed(std::string key, std::string value, std::vector<Header> headers = {}) {
+  return {std::move(key), std::move(value), std::move(headers), 0, connectors::kAnyPartition};
+}
+
+// Event times two hours back: every event is in the filters' past, whatever the machine's clock does (the
+// event clock caps a timestamp beyond processing time + 1 min).
+inline std::int64_t past_start_ms() {
+  const auto now = std::chrono::system_clock::now() - std::chrono::hours(2);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+}
 
 // A record as read back from a topic.
 struct Record {
@@ -459,6 +477,14 @@ class ServiceThread {
 inline std::string describe(const std::optional<RunResult>& result) {
   if (!result) return "run() did not return within the time limit";
   return "exit " + std::to_string(result->exit_code) + (result->error.empty() ? "" : ": " + result->error);
+}
+
+// Runs the service on `config` until it has consumed `events`, then stops it: exit 0 expected.
+inline void run_until_consumed(const EmbeddedBroker& broker, config::Config config, std::uint64_t events) {
+  ServiceThread service(std::move(config), broker);
+  EXPECT_TRUE(service.wait_until_consumed(events)) << "consumed " << service.snapshot().consumed << " of " << events;
+  const std::optional<RunResult> result = service.stop();
+  ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
 }
 
 // ---- the real binary ------------------------------------------------------------------------------

@@ -16,12 +16,6 @@
 
 namespace bloomgate::app::test_support {
 
-// Event times two hours back: every event is in the filters' past, whatever the machine's clock does.
-inline std::int64_t past_start_ms() {
-  const auto now = std::chrono::system_clock::now() - std::chrono::hours(2);
-  return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-}
-
 // `count` events of ~100-byte values, keyed "customer-N"; `repeat_share` of them repeat one of the last
 // 5,000 keys (within any TTL of an hour: event times are 1 ms apart). Partitioned by key.
 inline std::vector<Event> repeating_stream(std::uint64_t seed, int count, double repeat_share) {
