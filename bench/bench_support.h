@@ -1,7 +1,7 @@
 // File: bench/bench_support.h
 //
-// Helpers every benchmark shares: the median of repeated measurements and splitmix64's 64-bit mix
-// (generated keys and partitions).
+// Helpers every benchmark shares: the median of repeated measurements, same-run ratios and their
+// PASS/MISS verdicts, and splitmix64's 64-bit mix (generated keys and partitions).
 #pragma once
 
 #include <algorithm>
@@ -33,5 +33,22 @@ inline std::uint64_t mix64(std::uint64_t x) noexcept {
 
 // splitmix64's output for the state x: the finalizer of x plus its increment.
 inline std::uint64_t splitmix64(std::uint64_t x) noexcept { return mix64(x + 0x9e3779b97f4a7c15ULL); }
+
+// a / b for two figures of one run; NaN when either is not a number or b is not positive.
+inline double ratio(double a, double b) {
+  return std::isfinite(a) && std::isfinite(b) && b > 0 ? a / b : std::numeric_limits<double>::quiet_NaN();
+}
+
+// PASS when `reached` is at most `limit` (a cost), MISS when above, n/a when it is not a number.
+inline const char* verdict_at_most(double reached, double limit) {
+  if (!std::isfinite(reached)) return "n/a";
+  return reached <= limit ? "PASS" : "MISS";
+}
+
+// PASS when `reached` is at least `limit` (a speed), MISS when below, n/a when it is not a number.
+inline const char* verdict_at_least(double reached, double limit) {
+  if (!std::isfinite(reached)) return "n/a";
+  return reached >= limit ? "PASS" : "MISS";
+}
 
 }  // namespace bloomgate::bench
