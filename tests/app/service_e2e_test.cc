@@ -17,18 +17,13 @@
 #include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/filters/options.h"
 #include "service_test_support.h"
+#include "stream_seeds.h"
 
 namespace bloomgate::app {
 namespace {
 
 using namespace test_support;
 using std::chrono::milliseconds;
-
-constexpr std::uint64_t kClicksSeed = 1001;
-constexpr std::uint64_t kOrdersSeed = 2002;
-constexpr std::uint64_t kDuplicatesSeed = 3003;
-constexpr std::uint64_t kKeyPartsSeed = 4004;
-
 
 // ---- streams with a known answer ----------------------------------------------------------------------
 
@@ -233,7 +228,6 @@ void expect_pipeline_matches_exact(const EmbeddedBroker& broker, const config::P
   EXPECT_LT(result.exact_new, result.events * 9 / 10) << "the stream should be a mix: " << summary(result);
 }
 
-
 // Produces a stream of sightings to `topic` (partitioned by message key), each event built by `make`.
 void produce_sightings(const EmbeddedBroker& broker, const std::string& topic, const std::vector<Sighting>& stream,
                        const std::function<std::string(const Sighting&, std::size_t)>& make_value) {
@@ -291,7 +285,6 @@ KeySourceCase key_source_case(const std::string& name, config::KeySettings key, 
   for (std::size_t i = 0; i < events.size(); ++i) events[i].timestamp_ms = start + static_cast<std::int64_t>(i) * 10;
   return {settings, std::move(events), std::move(forwarded)};
 }
-
 
 TEST(ServiceEndToEnd, DeduplicatesByEachKeySource) {
   const std::vector<KeySourceCase> cases{

@@ -27,14 +27,6 @@ namespace {
 using namespace test_support;
 using std::chrono::milliseconds;
 
-constexpr std::uint64_t kCleanStopSeed = 6006;
-constexpr std::uint64_t kSigtermSeed = 7007;
-constexpr std::uint64_t kTwoInstancesSeed = 8008;
-constexpr std::uint64_t kTwoInstancesKillSeed = 8009;
-constexpr std::uint64_t kOutageSeed = 9009;
-constexpr std::uint64_t kWorkersSeed = 9109;
-constexpr double kRepeatShare = 0.3;
-
 std::int64_t output_records(const EmbeddedBroker& broker) { return total(end_offsets(broker, "orders-unique")); }
 
 std::int64_t elapsed_ms(Clock::time_point since) {

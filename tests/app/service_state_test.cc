@@ -29,9 +29,6 @@ namespace {
 using namespace test_support;
 using std::chrono::milliseconds;
 
-constexpr std::uint64_t kKillSeed = 4004;
-constexpr std::uint64_t kKillStreamSeed = 5005;
-
 // A pipeline keyed by the message key with a long TTL and a tiny error rate: within a test every repeat
 // is a duplicate, and a false positive is all but impossible.
 config::PipelineSettings long_ttl_pipeline(const std::string& input, const std::string& output) {
@@ -39,6 +36,13 @@ config::PipelineSettings long_ttl_pipeline(const std::string& input, const std::
   settings.filter.error_rate = 1e-6;
   settings.filter.expected_per_ttl = 20'000;
   return settings;
+}
+
+// Topics "events" -> "events-unique" (4 partitions each) and a service in consumer group `group` that
+// deduplicates them with long_ttl_pipeline.
+config::Config events_service(EmbeddedBroker& broker, const std::string& group) {
+  create_topics(broker, {"events", "events-unique"}, 4);
+  return service_config(broker, group, {long_ttl_pipeline("events", "events-unique")});
 }
 
 // Events with the given keys, partitioned by key, stamped `first_ms` + 10 ms per event.
@@ -68,8 +72,7 @@ ServiceSnapshot run_once(const EmbeddedBroker& broker, const config::Config& con
 
 TEST(DurableState, ARestartKeepsTheFiltersSoRepeatsOfEarlierKeysAreDropped) {
   EmbeddedBroker broker;
-  create_topics(broker, {"events", "events-unique"}, 4);
-  const config::Config config = service_config(broker, "restart", {long_ttl_pipeline("events", "events-unique")});
+  const config::Config config = events_service(broker, "restart");
   const std::int64_t start = past_start_ms();
 
   produce_all(broker, "events", keyed_events(numbered_keys("early", 0, 300), start));
@@ -111,8 +114,7 @@ std::int64_t committed_records(const ServiceSnapshot& snapshot) {
 // repeats of the keys consumed while the disk was full.
 TEST(DurableState, CheckpointsThatFailOnAFullDiskAreWrittenWholeOnceThereIsRoom) {
   EmbeddedBroker broker;
-  create_topics(broker, {"events", "events-unique"}, 4);
-  const config::Config config = service_config(broker, "full-disk", {long_ttl_pipeline("events", "events-unique")});
+  const config::Config config = events_service(broker, "full-disk");
   const std::int64_t start = past_start_ms();
   const auto full = std::make_shared<std::atomic<bool>>(false);
   const auto env = bloomgate::testing::full_disk_env(full, /*report_free_space=*/false);
@@ -157,11 +159,10 @@ TEST(DurableState, CheckpointsThatFailOnAFullDiskAreWrittenWholeOnceThereIsRoom)
 
 // ---- kill -9 ------------------------------------------------------------------------------------------
 
-// Issue 4 asks for at least 200,000 events. 16 partitions keep each one (~12,500 records, ~2 MiB) well
+// The kill test runs 200,000 events. 16 partitions keep each one (~12,500 records, ~2 MiB) well
 // under the embedded broker's 5 MiB retention.
 constexpr int kKillPartitions = 16;
 constexpr int kKillEvents = 200'000;
-constexpr double kRepeatShare = 0.3;
 constexpr int kKills = 5;
 // Paced so that the stream outlasts the five kills and restarts (each restart waits ~7 s for the mock
 // coordinator: the killed member's 4 s session timeout, then its 3 s join delay): 50 s of input.
@@ -373,8 +374,7 @@ std::size_t damage_store(const std::string& dir) {
 
 TEST(DurableState, DamagedStateIsReportedAndSetAsideAndNothingIsForwardedTwice) {
   EmbeddedBroker broker;
-  create_topics(broker, {"events", "events-unique"}, 4);
-  const config::Config config = service_config(broker, "damaged", {long_ttl_pipeline("events", "events-unique")});
+  const config::Config config = events_service(broker, "damaged");
   const std::int64_t start = past_start_ms();
   produce_all(broker, "events", keyed_events(numbered_keys("early", 0, 300), start));
   run_once(broker, config, 300);
@@ -423,8 +423,7 @@ std::filesystem::path newest_wal(const std::string& dir) {
 
 TEST(DurableState, ATruncatedWalRestoresOlderCheckpointsAndReconcilesSoCountsHold) {
   EmbeddedBroker broker;
-  create_topics(broker, {"events", "events-unique"}, 4);
-  const config::Config config = service_config(broker, "torn-wal", {long_ttl_pipeline("events", "events-unique")});
+  const config::Config config = events_service(broker, "torn-wal");
   const std::int64_t start = past_start_ms();
   for (int batch = 0; batch < 3; ++batch) {  // several checkpoints per partition in the log
     produce_all(broker, "events", keyed_events(numbered_keys("early", batch * 100, batch * 100 + 100), start + batch * 1'000));
@@ -470,8 +469,7 @@ TEST(DurableState, ATruncatedWalRestoresOlderCheckpointsAndReconcilesSoCountsHol
 // produces none of them again.
 TEST(DurableState, ANewMachineRebuildsTheFiltersFromTheInputHistory) {
   EmbeddedBroker broker;
-  create_topics(broker, {"events", "events-unique"}, 4);
-  const config::Config config = service_config(broker, "new-machine", {long_ttl_pipeline("events", "events-unique")});
+  const config::Config config = events_service(broker, "new-machine");
   const std::int64_t start = past_start_ms();
   // Older than the TTL (1 h) before the last processed event: read, but not inserted.
   produce_all(broker, "events", keyed_events(numbered_keys("ancient", 0, 40), start - 2 * 3'600'000));

@@ -19,10 +19,8 @@ namespace {
 
 using namespace test_support;
 
-constexpr std::uint64_t kStreamSeed = 7007;
 constexpr int kPartitions = 4;
 constexpr int kEvents = 4'000;
-constexpr double kRepeatShare = 0.3;
 // Kafka protocol API keys (rdkafka_protocol.h is not installed).
 constexpr std::int16_t kAddPartitionsToTxn = 24;
 constexpr std::int16_t kEndTxn = 26;
@@ -78,7 +76,7 @@ void expect_exact_answer(const GroundTruth& truth) {
 TEST(Transactions, ExactlyOnceForwardsTheFirstOccurrencesAndCommitsOffsetsOnlyInTransactions) {
   EmbeddedBroker broker;
   create_topics(broker, {"orders", "orders-unique"}, kPartitions);
-  produce_all(broker, "orders", repeating_stream(kStreamSeed, kEvents, kRepeatShare));
+  produce_all(broker, "orders", repeating_stream(kTransactionsSeed, kEvents, kRepeatShare));
   const config::Config config = exactly_once_config(broker, "txn-e2e");
 
   const ServiceSnapshot snapshot = run_to_end(broker, config);
@@ -96,7 +94,7 @@ TEST(Transactions, ExactlyOnceForwardsTheFirstOccurrencesAndCommitsOffsetsOnlyIn
 TEST(Transactions, AStopAndARestartReplayNothingAndLoseNothing) {
   EmbeddedBroker broker;
   create_topics(broker, {"orders", "orders-unique"}, kPartitions);
-  const std::vector<Event> events = repeating_stream(kStreamSeed + 1, kEvents, kRepeatShare);
+  const std::vector<Event> events = repeating_stream(kTransactionsSeed + 1, kEvents, kRepeatShare);
   const std::vector<Event> first_half(events.begin(), events.begin() + kEvents / 2);
   const std::vector<Event> second_half(events.begin() + kEvents / 2, events.end());
   const config::Config config = exactly_once_config(broker, "txn-restart");
@@ -136,7 +134,7 @@ void expect_aborted_and_retried(const std::string& group_id, std::uint64_t seed,
 // rewind that skipped the input or kept the filter would lose the aborted transaction's events. EndTxn
 // answering COORDINATOR_NOT_AVAILABLE once is retried by librdkafka, unseen.
 TEST(Transactions, AnAbortedTransactionIsRetriedWithoutLossOrDuplicates) {
-  expect_aborted_and_retried("txn-abort", kStreamSeed + 2, [](rd_kafka_mock_cluster_t* cluster) {
+  expect_aborted_and_retried("txn-abort", kTransactionsSeed + 2, [](rd_kafka_mock_cluster_t* cluster) {
     rd_kafka_mock_push_request_errors(cluster, kAddPartitionsToTxn, 1, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
     rd_kafka_mock_push_request_errors(cluster, kEndTxn, 1, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE);
   });

@@ -13,8 +13,12 @@
 #include <unordered_set>
 
 #include "service_test_support.h"
+#include "stream_seeds.h"
 
 namespace bloomgate::app::test_support {
+
+// The share of repeats in the service tests' streams.
+inline constexpr double kRepeatShare = 0.3;
 
 // `count` events of ~100-byte values, keyed "customer-N"; `repeat_share` of them repeat one of the last
 // 5,000 keys (within any TTL of an hour: event times are 1 ms apart). Partitioned by key.
