@@ -237,7 +237,7 @@ TEST_P(KillNine, AtRandomPointsNeitherLosesNorDuplicates) {
     }
     BloomgateProcess bloomgate(yaml, dir.file("stdout-last"), dir.file("stderr-last"));
     ASSERT_EQ(producer.join(), "");
-    const bool finished = wait_until_committed_to_end(broker, "kill-9", "orders", std::chrono::seconds(40));
+    const bool finished = wait_until_committed_to_end(broker, "kill-9", "orders", std::chrono::seconds(60));
     bloomgate.signal(SIGTERM);
     const std::optional<int> exit_code = bloomgate.wait(kWaitLimit);
     logs = bloomgate.output();
