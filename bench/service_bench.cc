@@ -62,6 +62,7 @@ std::vector<std::pair<std::string, double>> expected_figures(const Options& opti
              {"consume", b.consume.cpu_ns_per_event},
              {"produce", b.produce_plain.cpu_ns_per_event},
              {"produce with headers", b.produce_headers.cpu_ns_per_event},
+             {"produce with a binary header", b.produce_binary_header.cpu_ns_per_event},
              {"produce as service", b.produce_service.cpu_ns_per_event},
              {"snapshot", b.snapshot_us}}) {
       figures.emplace_back(name, value);
@@ -104,6 +105,8 @@ Breakdown run_breakdown(const Setup& setup) {
   b.consume = measure_consume(setup, "bench-consume-only");
   b.produce_plain = measure_produce(setup, "bench-produce-plain", ProduceMode::kAllPlain, forwarded);
   b.produce_headers = measure_produce(setup, "bench-produce-headers", ProduceMode::kAllWithHeaders, forwarded);
+  b.produce_binary_header =
+      measure_produce(setup, "bench-produce-binary-header", ProduceMode::kAllWithBinaryHeader, forwarded);
   b.produce_service = measure_produce(setup, "bench-produce-as-service", ProduceMode::kForwardedHeaders, forwarded);
   return b;
 }

@@ -265,6 +265,7 @@ struct Breakdown {
   PartFigures consume;              // Consumer::poll of every event
   PartFigures produce_plain;        // Producer::produce + flush of every event, no headers
   PartFigures produce_headers;      // the same with the source header
+  PartFigures produce_binary_header;  // the same with a 12-byte binary header instead
   PartFigures produce_service;      // the forwarded events with the source header, per INPUT event
   double snapshot_us = kNaN;        // stats() of every partition's filter: the bulk of one snapshot
   double forwarded_share = kNaN;    // of decide(): the share of events forwarded
@@ -282,6 +283,7 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
 enum class ProduceMode {
   kAllPlain,          // every event as it is (what the passthrough writes)
   kAllWithHeaders,    // every event plus the source header
+  kAllWithBinaryHeader,  // every event plus a 12-byte binary header (partition, offset) in its place
   kForwardedHeaders,  // the events decide() forwards, plus the source header (what the service writes)
 };
 

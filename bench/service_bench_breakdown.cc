@@ -5,6 +5,8 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
@@ -195,7 +197,12 @@ PartFigures measure_produce(const Setup& setup, const std::string& topic, Produc
     const Event& e = w.events[i];
     if (mode == ProduceMode::kForwardedHeaders && !forwarded[i]) continue;
     std::optional<app::SourceText> source;
-    if (mode != ProduceMode::kAllPlain) {  // as OutputHeaders::with_source
+    std::array<char, sizeof(std::int32_t) + sizeof(std::int64_t)> binary{};
+    if (mode == ProduceMode::kAllWithBinaryHeader) {  // the same facts, without the topic, as raw bytes
+      std::memcpy(binary.data(), &e.partition, sizeof e.partition);
+      std::memcpy(binary.data() + sizeof e.partition, &e.offset, sizeof e.offset);
+      headers.assign({{app::headers::kSource, std::string_view(binary.data(), binary.size())}});
+    } else if (mode != ProduceMode::kAllPlain) {  // as OutputHeaders::with_source
       source.emplace(kInputTopic, e.partition, e.offset);
       headers.assign({{app::headers::kSource, source->view()}});
     }

@@ -157,6 +157,7 @@ void print_breakdown(const Options& options, const Report& r) {
   kafka_row("consume alone (Consumer::poll)", b.consume, "no processing");
   kafka_row("produce alone: every event, no headers", b.produce_plain, "produce + flush");
   kafka_row("produce alone: every event + the source header", b.produce_headers, "produce + flush");
+  kafka_row("  the same with a 12-byte binary header instead", b.produce_binary_header, "produce + flush");
   row("  the header object alone", b.header_objects_ns, b.header_objects_ns,
       "rd_kafka_headers_new + header_add + destroy");
   std::snprintf(note, sizeof note, "the %.1f%% forwarded, + the source header", 100 * b.forwarded_share);
@@ -246,6 +247,7 @@ void json_breakdown(Json& j, const Breakdown& b, double snapshot_ns) {
   json_part(j, "consume", b.consume);
   json_part(j, "produce_plain", b.produce_plain);
   json_part(j, "produce_headers", b.produce_headers);
+  json_part(j, "produce_binary_header", b.produce_binary_header);
   json_part(j, "produce_service", b.produce_service);
   j.close('}');
 }
