@@ -60,6 +60,8 @@ std::vector<std::pair<std::string, double>> expected_figures(const Options& opti
              {"decide", b.decide_ns},
              {"header objects", b.header_objects_ns},
              {"consume", b.consume.cpu_ns_per_event},
+             {"consume per call", b.consume_per_call.cpu_ns_per_event},
+             {"consume in batches", b.consume_batched.cpu_ns_per_event},
              {"produce", b.produce_plain.cpu_ns_per_event},
              {"produce with headers", b.produce_headers.cpu_ns_per_event},
              {"produce with a binary header", b.produce_binary_header.cpu_ns_per_event},
@@ -103,6 +105,8 @@ Breakdown run_breakdown(const Setup& setup) {
   std::vector<bool> forwarded;
   Breakdown b = measure_breakdown(setup, config.pipelines.front(), forwarded);
   b.consume = measure_consume(setup, "bench-consume-only");
+  b.consume_per_call = measure_consume_calls(setup, "bench-consume-per-call", 1);
+  b.consume_batched = measure_consume_calls(setup, "bench-consume-batched", kConsumeBatch);
   b.produce_plain = measure_produce(setup, "bench-produce-plain", ProduceMode::kAllPlain, forwarded);
   b.produce_headers = measure_produce(setup, "bench-produce-headers", ProduceMode::kAllWithHeaders, forwarded);
   b.produce_binary_header =

@@ -263,6 +263,8 @@ struct Breakdown {
   double decide_ns = kNaN;          // PartitionDeduplicator::decide: extract + event clock + filter
   double header_objects_ns = kNaN;  // rd_kafka_headers_new + rd_kafka_header_add + destroy, alone
   PartFigures consume;              // Consumer::poll of every event
+  PartFigures consume_per_call;     // rd_kafka_consumer_poll of every event, no interceptor
+  PartFigures consume_batched;      // rd_kafka_consume_batch_queue, kConsumeBatch events per call
   PartFigures produce_plain;        // Producer::produce + flush of every event, no headers
   PartFigures produce_headers;      // the same with the source header
   PartFigures produce_binary_header;  // the same with a 12-byte binary header instead
@@ -280,6 +282,8 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
 // Produce alone, into a fresh topic whose metadata the producer has fetched first (librdkafka 2.0.2 would
 // otherwise hold the records for up to a second, see "Measuring a run"); CPU from the first produce to
 // the end of the flush, per INPUT event.
+inline constexpr std::size_t kConsumeBatch = 1024;
+
 enum class ProduceMode {
   kAllPlain,          // every event as it is (what the passthrough writes)
   kAllWithHeaders,    // every event plus the source header
@@ -290,6 +294,9 @@ enum class ProduceMode {
 PartFigures measure_produce(const Setup& setup, const std::string& topic, ProduceMode mode,
                             const std::vector<bool>& forwarded);
 PartFigures measure_consume(const Setup& setup, const std::string& group);
+// Consume alone with librdkafka's own calls and no interceptor: one rd_kafka_consumer_poll per event
+// (`batch` 1) or rd_kafka_consume_batch_queue of up to `batch` events; timed from the first event.
+PartFigures measure_consume_calls(const Setup& setup, const std::string& group, std::size_t batch);
 
 // ------------------------------------------------------------------------------------------------------
 // The report (service_bench_report.cc)

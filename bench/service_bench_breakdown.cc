@@ -9,10 +9,12 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "bloomgate/app/key_extractor.h"
 #include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/app/source_header.h"
+#include "bloomgate/connectors/handles.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
@@ -235,6 +237,50 @@ PartFigures measure_consume(const Setup& setup, const std::string& group) {
       "consume");
   (void)consumer.close();
   return {result.figures.cpu_ns_per_event, result.figures.events_per_second, result.figures.thread_cpu_ns_per_event};
+}
+
+PartFigures measure_consume_calls(const Setup& setup, const std::string& group, std::size_t batch) {
+  connectors::ConsumerOptions consumer_options;
+  consumer_options.group_id = group;
+  consumer_options.hooks = setup.hooks;
+  connectors::Consumer consumer(client_config(setup, true), std::move(consumer_options));
+  if (auto error = consumer.subscribe({kInputTopic}); !error.ok()) throw connectors::KafkaException(std::move(error));
+  const connectors::QueueHandle queue(rd_kafka_queue_get_consumer(consumer.native_handle()));
+  std::vector<rd_kafka_message_t*> messages(batch);
+  const std::uint64_t total = setup.options.events;
+  std::uint64_t consumed = 0;
+  double start = 0;
+  double thread_start = 0;
+  auto wall_start = Clock::now();
+  auto last_progress = Clock::now();
+  while (consumed < total) {
+    std::size_t count = 0;
+    if (batch == 1) {
+      messages[0] = rd_kafka_consumer_poll(consumer.native_handle(), 100);
+      count = messages[0] != nullptr ? 1 : 0;
+    } else {
+      const ssize_t got = rd_kafka_consume_batch_queue(queue.get(), 100, messages.data(), messages.size());
+      count = got > 0 ? static_cast<std::size_t>(got) : 0;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      if (messages[i]->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (consumed++ == 0) {  // timed from the first event: the group join before it is not consume work
+          start = process_cpu_seconds();
+          thread_start = thread_cpu_seconds();
+          wall_start = Clock::now();
+        }
+      }
+      rd_kafka_message_destroy(messages[i]);
+    }
+    if (count > 0) last_progress = Clock::now();
+    else if (Clock::now() - last_progress > kStallLimit) throw std::runtime_error("consume alone: no progress for 60 s");
+  }
+  const double cpu = process_cpu_seconds() - start;
+  const double thread_cpu = thread_cpu_seconds() - thread_start;
+  const double wall = seconds_between(wall_start, Clock::now());
+  (void)consumer.close();
+  const auto n = static_cast<double>(total);
+  return {cpu * 1e9 / n, n / wall, thread_cpu * 1e9 / n};
 }
 
 }  // namespace bloomgate::bench::service_bench

@@ -155,6 +155,8 @@ void print_breakdown(const Options& options, const Report& r) {
   row("filter (hash + test_and_insert)", b.filter_ns, b.filter_ns, note);
   row("decide() = extraction + event clock + filter", b.decide_ns, b.decide_ns, "PartitionDeduplicator::decide");
   kafka_row("consume alone (Consumer::poll)", b.consume, "no processing");
+  kafka_row("  rd_kafka_consumer_poll per event", b.consume_per_call, "no interceptor");
+  kafka_row("  rd_kafka_consume_batch_queue, 1024 per call", b.consume_batched, "no interceptor");
   kafka_row("produce alone: every event, no headers", b.produce_plain, "produce + flush");
   kafka_row("produce alone: every event + the source header", b.produce_headers, "produce + flush");
   kafka_row("  the same with a 12-byte binary header instead", b.produce_binary_header, "produce + flush");
@@ -245,6 +247,8 @@ void json_breakdown(Json& j, const Breakdown& b, double snapshot_ns) {
           {{"filter_slices", b.filter_slices}});
   j.num("filter_kib", b.filter_kib);
   json_part(j, "consume", b.consume);
+  json_part(j, "consume_per_call", b.consume_per_call);
+  json_part(j, "consume_batched", b.consume_batched);
   json_part(j, "produce_plain", b.produce_plain);
   json_part(j, "produce_headers", b.produce_headers);
   json_part(j, "produce_binary_header", b.produce_binary_header);
