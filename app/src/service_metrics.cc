@@ -36,96 +36,93 @@ void publish_increments(prometheus::Histogram& histogram, const BucketCounts<Bou
   published = latest;
 }
 
+// The family `builder` (prometheus::BuildCounter() and the like) registers in `registry` under `name`.
+template <typename Builder>
+auto& family(Builder builder, prometheus::Registry& registry, const char* name, const char* help) {
+  return builder.Name(name).Help(help).Register(registry);
+}
+
 }  // namespace
 
 struct ServiceMetrics::Families {
   explicit Families(prometheus::Registry& r)
-      : consumed(prometheus::BuildCounter().Name("bloomgate_events_consumed_total")
-                     .Help("Events consumed from an input partition").Register(r)),
-        events(prometheus::BuildCounter().Name("bloomgate_events_total")
-                   .Help("Events by outcome: forwarded, duplicate (dropped or written to the duplicates topic), dead_letter")
-                   .Register(r)),
-        dead_letters(prometheus::BuildCounter().Name("bloomgate_dead_letters_total")
-                         .Help("Events sent to the dead-letter topic, by reason").Register(r)),
-        slices(prometheus::BuildGauge().Name("bloomgate_filter_slices").Help("Slices in the partition's filter").Register(r)),
-        bits(prometheus::BuildGauge().Name("bloomgate_filter_cells")
-                  .Help("Cells (bits) of the partition's filter; promtool's lint forbids the unit name bits").Register(r)),
-        memory(prometheus::BuildGauge().Name("bloomgate_filter_memory_bytes")
-                   .Help("Memory of the partition's filter cells").Register(r)),
-        elements(prometheus::BuildGauge().Name("bloomgate_filter_elements")
-                     .Help("Distinct keys the partition's filter holds within its window").Register(r)),
-        bits_per_element(prometheus::BuildGauge().Name("bloomgate_filter_cells_per_element")
-                             .Help("Filter cells (bits) per key in the window").Register(r)),
-        estimated_fpr(prometheus::BuildGauge().Name("bloomgate_filter_estimated_fpr")
-                          .Help("False-positive rate estimated from the live slices' fill").Register(r)),
-        target_fpr(prometheus::BuildGauge().Name("bloomgate_filter_target_fpr")
-                       .Help("The configured false-positive rate").Register(r)),
-        effective_window(prometheus::BuildGauge().Name("bloomgate_filter_effective_window_seconds")
-                             .Help("Age of the oldest slice still valid (compare with bloomgate_pipeline_ttl_seconds)")
-                             .Register(r)),
-        ttl(prometheus::BuildGauge().Name("bloomgate_pipeline_ttl_seconds").Help("The pipeline's configured TTL").Register(r)),
-        assigned(prometheus::BuildGauge().Name("bloomgate_partition_assigned")
-                     .Help("1 while this member owns the input partition").Register(r)),
-        next_offset(prometheus::BuildGauge().Name("bloomgate_partition_next_offset")
-                        .Help("The next input offset to process").Register(r)),
-        fpr_probes(prometheus::BuildCounter().Name("bloomgate_filter_fpr_probes_total")
-                       .Help("Random never-inserted keys asked of the filter to measure its false-positive rate")
-                       .Register(r)),
-        fpr_probe_hits(prometheus::BuildCounter().Name("bloomgate_filter_fpr_probe_hits_total")
-                           .Help("Probe keys the filter reported present: false positives").Register(r)),
-        observed_fpr(prometheus::BuildGauge().Name("bloomgate_filter_observed_fpr")
-                         .Help("False positives among the probe keys of the last 100 samples").Register(r)),
-        lag(prometheus::BuildGauge().Name("bloomgate_consumer_lag_records")
-                .Help("High watermark minus the next offset to process").Register(r)),
-        checkpoints(prometheus::BuildCounter().Name("bloomgate_checkpoints_total")
-                        .Help("Checkpoints of the partition's filter and offsets written to the state store").Register(r)),
-        checkpoint_bytes(prometheus::BuildCounter().Name("bloomgate_checkpoint_bytes_total")
-                             .Help("Bytes of the checkpoints written (RocksDB WriteBatch sizes)").Register(r)),
-        checkpoint_duration(prometheus::BuildGauge().Name("bloomgate_checkpoint_duration_seconds")
-                                .Help("How long the partition's last checkpoint took to write and sync").Register(r)),
-        checkpoint_failures(prometheus::BuildCounter().Name("bloomgate_checkpoint_failures_total")
-                                .Help("Checkpoints the state store refused (full disk, I/O error); the offset was not committed")
-                                .Register(r)),
-        restored(prometheus::BuildGauge().Name("bloomgate_restored_partitions")
-                     .Help("1 when the partition's current (or last) assignment started from its checkpoint").Register(r)),
-        reconciled(prometheus::BuildCounter().Name("bloomgate_reconciled_events_total")
-                       .Help("Replayed events not produced again: the output already held them (restore)").Register(r)),
-        state_corruptions(prometheus::BuildCounter().Name("bloomgate_state_corruptions_total")
-                              .Help("Times the partition's stored state was found corrupt and dropped").Register(r)),
-        restores_behind_commit(prometheus::BuildCounter().Name("bloomgate_restores_behind_commit_total")
-                                   .Help("Restores from a checkpoint older than the group's committed offset (replayed "
-                                         "and reconciled)").Register(r)),
-        restore_duration(prometheus::BuildGauge().Name("bloomgate_restore_duration_seconds")
-                             .Help("How long the partition's last restore (checkpoint read, filter built) took").Register(r)),
-        rebuilding(prometheus::BuildGauge().Name("bloomgate_rebuilding")
-                       .Help("1 while the partition's filter is being rebuilt from the input history").Register(r)),
-        rebuild_progress(prometheus::BuildGauge().Name("bloomgate_rebuild_progress_ratio")
-                             .Help("Share of the input records to read that the current (or last) rebuild has read")
-                             .Register(r)),
-        rebuilds(prometheus::BuildCounter().Name("bloomgate_rebuilds_total")
-                     .Help("Rebuilds of the partition's filter from the input history, finished").Register(r)),
-        rebuild_events(prometheus::BuildCounter().Name("bloomgate_rebuild_events_total")
-                           .Help("Input records inserted into the filter by rebuilds (nothing was produced)").Register(r)),
-        rebuild_duration(prometheus::BuildGauge().Name("bloomgate_rebuild_duration_seconds")
-                             .Help("How long the partition's last rebuild took").Register(r)),
-        duplicate_age(prometheus::BuildHistogram().Name("bloomgate_duplicate_age_seconds")
-                          .Help("How long before a duplicate its key had been seen, from the filter slice that matched "
-                                "(time-limited filter only; buckets are shares of the pipeline's TTL)")
-                          .Register(r)),
-        processing(prometheus::BuildHistogram().Name("bloomgate_event_processing_seconds")
-                       .Help("Time to decide one event and hand it to the producer (1 event in 64 is timed)")
-                       .Register(r)
+      : consumed(family(prometheus::BuildCounter(), r, "bloomgate_events_consumed_total",
+            "Events consumed from an input partition")),
+        events(family(prometheus::BuildCounter(), r, "bloomgate_events_total",
+            "Events by outcome: forwarded, duplicate (dropped or written to the duplicates topic), dead_letter")),
+        dead_letters(family(prometheus::BuildCounter(), r, "bloomgate_dead_letters_total",
+            "Events sent to the dead-letter topic, by reason")),
+        slices(family(prometheus::BuildGauge(), r, "bloomgate_filter_slices", "Slices in the partition's filter")),
+        bits(family(prometheus::BuildGauge(), r, "bloomgate_filter_cells",
+            "Cells (bits) of the partition's filter; promtool's lint forbids the unit name bits")),
+        memory(family(prometheus::BuildGauge(), r, "bloomgate_filter_memory_bytes",
+            "Memory of the partition's filter cells")),
+        elements(family(prometheus::BuildGauge(), r, "bloomgate_filter_elements",
+            "Distinct keys the partition's filter holds within its window")),
+        bits_per_element(family(prometheus::BuildGauge(), r, "bloomgate_filter_cells_per_element",
+            "Filter cells (bits) per key in the window")),
+        estimated_fpr(family(prometheus::BuildGauge(), r, "bloomgate_filter_estimated_fpr",
+            "False-positive rate estimated from the live slices' fill")),
+        target_fpr(family(prometheus::BuildGauge(), r, "bloomgate_filter_target_fpr",
+            "The configured false-positive rate")),
+        effective_window(family(prometheus::BuildGauge(), r, "bloomgate_filter_effective_window_seconds",
+            "Age of the oldest slice still valid (compare with bloomgate_pipeline_ttl_seconds)")),
+        ttl(family(prometheus::BuildGauge(), r, "bloomgate_pipeline_ttl_seconds", "The pipeline's configured TTL")),
+        assigned(family(prometheus::BuildGauge(), r, "bloomgate_partition_assigned",
+            "1 while this member owns the input partition")),
+        next_offset(family(prometheus::BuildGauge(), r, "bloomgate_partition_next_offset",
+            "The next input offset to process")),
+        fpr_probes(family(prometheus::BuildCounter(), r, "bloomgate_filter_fpr_probes_total",
+            "Random never-inserted keys asked of the filter to measure its false-positive rate")),
+        fpr_probe_hits(family(prometheus::BuildCounter(), r, "bloomgate_filter_fpr_probe_hits_total",
+            "Probe keys the filter reported present: false positives")),
+        observed_fpr(family(prometheus::BuildGauge(), r, "bloomgate_filter_observed_fpr",
+            "False positives among the probe keys of the last 100 samples")),
+        lag(family(prometheus::BuildGauge(), r, "bloomgate_consumer_lag_records",
+            "High watermark minus the next offset to process")),
+        checkpoints(family(prometheus::BuildCounter(), r, "bloomgate_checkpoints_total",
+            "Checkpoints of the partition's filter and offsets written to the state store")),
+        checkpoint_bytes(family(prometheus::BuildCounter(), r, "bloomgate_checkpoint_bytes_total",
+            "Bytes of the checkpoints written (RocksDB WriteBatch sizes)")),
+        checkpoint_duration(family(prometheus::BuildGauge(), r, "bloomgate_checkpoint_duration_seconds",
+            "How long the partition's last checkpoint took to write and sync")),
+        checkpoint_failures(family(prometheus::BuildCounter(), r, "bloomgate_checkpoint_failures_total",
+            "Checkpoints the state store refused (full disk, I/O error); the offset was not committed")),
+        restored(family(prometheus::BuildGauge(), r, "bloomgate_restored_partitions",
+            "1 when the partition's current (or last) assignment started from its checkpoint")),
+        reconciled(family(prometheus::BuildCounter(), r, "bloomgate_reconciled_events_total",
+            "Replayed events not produced again: the output already held them (restore)")),
+        state_corruptions(family(prometheus::BuildCounter(), r, "bloomgate_state_corruptions_total",
+            "Times the partition's stored state was found corrupt and dropped")),
+        restores_behind_commit(family(prometheus::BuildCounter(), r, "bloomgate_restores_behind_commit_total",
+            "Restores from a checkpoint older than the group's committed offset (replayed and reconciled)")),
+        restore_duration(family(prometheus::BuildGauge(), r, "bloomgate_restore_duration_seconds",
+            "How long the partition's last restore (checkpoint read, filter built) took")),
+        rebuilding(family(prometheus::BuildGauge(), r, "bloomgate_rebuilding",
+            "1 while the partition's filter is being rebuilt from the input history")),
+        rebuild_progress(family(prometheus::BuildGauge(), r, "bloomgate_rebuild_progress_ratio",
+            "Share of the input records to read that the current (or last) rebuild has read")),
+        rebuilds(family(prometheus::BuildCounter(), r, "bloomgate_rebuilds_total",
+            "Rebuilds of the partition's filter from the input history, finished")),
+        rebuild_events(family(prometheus::BuildCounter(), r, "bloomgate_rebuild_events_total",
+            "Input records inserted into the filter by rebuilds (nothing was produced)")),
+        rebuild_duration(family(prometheus::BuildGauge(), r, "bloomgate_rebuild_duration_seconds",
+            "How long the partition's last rebuild took")),
+        duplicate_age(family(prometheus::BuildHistogram(), r, "bloomgate_duplicate_age_seconds",
+            "How long before a duplicate its key had been seen, from the filter slice that matched (time-limited "
+            "filter only; buckets are shares of the pipeline's TTL)")),
+        processing(family(prometheus::BuildHistogram(), r, "bloomgate_event_processing_seconds",
+            "Time to decide one event and hand it to the producer (1 event in 64 is timed)")
                        .Add({}, prometheus::Histogram::BucketBoundaries(LatencyHistogram::kBoundsSeconds.begin(),
                                                                         LatencyHistogram::kBoundsSeconds.end()))),
-        producer_queue(prometheus::BuildGauge().Name("bloomgate_producer_queue_records")
-                           .Help("Records produced and not yet acknowledged").Register(r)
-                           .Add({})),
-        commits(prometheus::BuildCounter().Name("bloomgate_offset_commits_total")
-                    .Help("Offset commits (each after a producer flush)").Register(r).Add({})),
-        transactions(prometheus::BuildCounter().Name("bloomgate_transactions_total")
-                         .Help("exactly_once: transactions ended, by result (committed, aborted)").Register(r)),
-        running(prometheus::BuildGauge().Name("bloomgate_running")
-                    .Help("1 while the service consumes (start-up checks passed, not stopping)").Register(r).Add({})) {}
+        producer_queue(family(prometheus::BuildGauge(), r, "bloomgate_producer_queue_records",
+            "Records produced and not yet acknowledged").Add({})),
+        commits(family(prometheus::BuildCounter(), r, "bloomgate_offset_commits_total",
+            "Offset commits (each after a producer flush)").Add({})),
+        transactions(family(prometheus::BuildCounter(), r, "bloomgate_transactions_total",
+            "exactly_once: transactions ended, by result (committed, aborted)")),
+        running(family(prometheus::BuildGauge(), r, "bloomgate_running",
+            "1 while the service consumes (start-up checks passed, not stopping)").Add({})) {}
 
   prometheus::Family<Counter>& consumed;
   prometheus::Family<Counter>& events;
