@@ -102,6 +102,7 @@ void AgePartitionedFilter::mark_persisted() {
 }
 
 std::unique_ptr<Filter> AgePartitionedFilter::restore(const Record& meta, const SliceViews& lookup) {
+  expect_meta_record(meta, FilterType::kAgePartitioned);
   ByteReader r(meta.payload);
   std::unique_ptr<AgePartitionedFilter> f(new AgePartitionedFilter(Restored{}));
   f->params_.k = r.u32("k");

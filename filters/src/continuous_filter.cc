@@ -328,8 +328,7 @@ FilterImage ContinuousFilter::image(ImageScope scope) const {
 void ContinuousFilter::mark_persisted() { words_->mark_clean(); }
 
 std::unique_ptr<Filter> ContinuousFilter::restore(const Record& meta, const SliceViews& lookup) {
-  require(meta.kind == RecordKind::kMeta && meta.type == FilterType::kContinuous && meta.slice_id == 0,
-          "not a continuous filter metadata record");
+  expect_meta_record(meta, FilterType::kContinuous);
   const StoredMeta stored = read_meta(meta.payload);
   check_parameters(stored);
   PagedWords::require_last_page(FilterType::kContinuous, stored.words, lookup);

@@ -99,6 +99,12 @@ Record peek_single_record(std::string_view bytes) {
   return rec;
 }
 
+void expect_meta_record(const Record& meta, FilterType type) {
+  if (meta.kind != RecordKind::kMeta || meta.type != type || meta.slice_id != 0) {
+    throw FormatError(std::string("record is not the metadata of a ") + filter_type_name(type) + " filter");
+  }
+}
+
 const char* filter_type_name(FilterType type) noexcept {
   switch (type) {
     case FilterType::kTimeLimited: return "time_limited";

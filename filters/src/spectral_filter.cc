@@ -300,8 +300,7 @@ FilterImage SpectralFilter::image(ImageScope scope) const {
 void SpectralFilter::mark_persisted() { words_->mark_clean(); }
 
 std::unique_ptr<Filter> SpectralFilter::restore(const Record& meta, const SliceViews& lookup) {
-  require(meta.kind == RecordKind::kMeta && meta.type == FilterType::kSpectral && meta.slice_id == 0,
-          "not a spectral filter metadata record");
+  expect_meta_record(meta, FilterType::kSpectral);
   const StoredMeta stored = read_meta(meta.payload);
   require(known_mode(stored.mode), "unknown mode");
   require(stored.expected >= 1, "expected is 0");

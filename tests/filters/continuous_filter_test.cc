@@ -21,13 +21,9 @@ using testing::Phase;
 using testing::absent_key_name;
 using testing::key_name;
 using testing::milliseconds;
-using testing::patched;
-using testing::patched_f64;
-using testing::payload_of;
 using testing::replay;
 using testing::run_stream;
 using testing::seconds;
-using testing::with_payload;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 constexpr Duration kTtl = seconds(10);
@@ -307,106 +303,6 @@ TEST(ContinuousFilter, RoundTripThroughCheckpointRecords) {
 
   ContinuousFilter unused(continuous_options(0.01, 1'000));
   EXPECT_EQ(serialize(*CheckpointStore(unused.image(ImageScope::kFull)).restore()), serialize(unused));
-}
-
-class ContinuousCorruption : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (int i = 0; i < 20'000; ++i) filter_.test_and_insert(key_name(i), kStart + milliseconds(i));
-    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
-    ASSERT_GE(store_.slices().size(), 2U);
-  }
-
-  void expect_rejected_meta(const std::string& payload, const char* what) {
-    EXPECT_THROW(store_.restore(with_payload(store_.meta(), payload)), FormatError) << what;
-  }
-
-  void expect_rejected_page(std::uint64_t id, const std::optional<std::string>& record, const char* what) {
-    EXPECT_THROW(store_.with_slice(id, record).restore(), FormatError) << what;
-  }
-
-  ContinuousFilter filter_{continuous_options(0.001, 100'000)};
-  CheckpointStore store_;
-};
-
-// Offsets of the metadata payload fields; see continuous_filter.cc.
-constexpr std::size_t kCellsAt = 0, kProbesAt = 8, kExpectedAt = 12, kErrorRateAt = 20, kTtlAt = 28,
-                      kRefreshAt = 36, kSeenAt = 37, kLatestAt = 46, kTickAt = 54, kCursorAt = 62,
-                      kPassStartAt = 70, kWordsAt = 78, kMetaSize = 86;
-
-TEST_F(ContinuousCorruption, IntactRecordsRestore) {
-  EXPECT_EQ(payload_of(store_.meta()).size(), kMetaSize);
-  EXPECT_EQ(serialize(*store_.restore()), serialize(filter_));
-}
-
-TEST_F(ContinuousCorruption, TruncatedOrPaddedMetadataIsRejected) {
-  const std::string payload = payload_of(store_.meta());
-  for (std::size_t length = 0; length < payload.size(); ++length) {
-    expect_rejected_meta(payload.substr(0, length), "truncated");
-  }
-  expect_rejected_meta(payload + '\0', "trailing byte");
-  std::string raw = store_.meta();
-  raw[raw.size() / 2] ^= 0x01;
-  EXPECT_THROW(store_.restore(raw), FormatError) << "checksum";
-  EXPECT_THROW(store_.restore(store_.meta().substr(0, store_.meta().size() - 1)), FormatError) << "cut record";
-}
-
-TEST_F(ContinuousCorruption, ImpossibleMetadataValuesAreRejected) {
-  const std::string p = payload_of(store_.meta());
-  const std::uint64_t cells = filter_.cells();
-  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, 0), "no cells");
-  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, cells + 1), "cells off by one");
-  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, std::uint64_t{1} << 62), "huge cell count");
-  expect_rejected_meta(patched<std::uint32_t>(p, kProbesAt, 0), "no probes");
-  expect_rejected_meta(patched<std::uint32_t>(p, kProbesAt, filter_.probes() + 1), "probes off by one");
-  expect_rejected_meta(patched<std::uint64_t>(p, kExpectedAt, 0), "expected 0");
-  expect_rejected_meta(patched<std::uint64_t>(p, kExpectedAt, std::uint64_t{1} << 60), "huge expected");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, 0.0), "error rate 0");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, 1.0), "error rate 1");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, std::nan("")), "error rate NaN");
-  expect_rejected_meta(patched<std::int64_t>(p, kTtlAt, 0), "ttl 0");
-  expect_rejected_meta(patched<std::int64_t>(p, kTtlAt, -1), "negative ttl");
-  expect_rejected_meta(patched<std::uint8_t>(p, kRefreshAt, 2), "refresh flag");
-  expect_rejected_meta(patched<std::uint8_t>(p, kSeenAt, 2), "seen flag");
-  expect_rejected_meta(patched<std::uint8_t>(p, kSeenAt, 0), "unused filter with a clock");
-  expect_rejected_meta(patched<std::int64_t>(p, kLatestAt, to_epoch_nanos(kStart) - 1), "latest before epoch");
-  expect_rejected_meta(patched<std::uint64_t>(p, kTickAt, 1'000), "tick does not match time");
-  expect_rejected_meta(patched<std::uint64_t>(p, kCursorAt, std::uint64_t{1} << 40), "cursor past the end");
-  expect_rejected_meta(patched<std::uint64_t>(p, kPassStartAt, 1'000), "pass starts after now");
-  expect_rejected_meta(patched<std::uint64_t>(p, kWordsAt, (cells + 15) / 16 + 1), "word count");
-  expect_rejected_meta(patched<std::uint64_t>(p, kWordsAt, std::uint64_t{1} << 62), "huge word count");
-}
-
-TEST_F(ContinuousCorruption, BadPageRecordsAreRejected) {
-  const std::string first = store_.slices().at(1);
-  const std::string last = store_.slices().rbegin()->second;
-  const std::uint64_t last_id = store_.slices().rbegin()->first;
-  expect_rejected_page(1, std::nullopt, "missing first page");
-  expect_rejected_page(last_id, std::nullopt, "missing last page");
-  expect_rejected_page(1, first.substr(0, first.size() - 3), "truncated record");
-  std::string flipped = first;
-  flipped[40] ^= 0x10;
-  expect_rejected_page(1, flipped, "checksum");
-  const std::string words = payload_of(first);
-  expect_rejected_page(1, with_payload(first, words.substr(0, words.size() - 8)), "short page");
-  expect_rejected_page(1, with_payload(first, words + std::string(8, '\0')), "long page");
-  expect_rejected_page(1, encode_record(RecordKind::kSlice, FilterType::kContinuous, 2, words), "wrong slice id");
-  expect_rejected_page(1, encode_record(RecordKind::kSlice, FilterType::kSpectral, 1, words), "wrong type");
-  expect_rejected_page(1, encode_record(RecordKind::kMeta, FilterType::kContinuous, 1, words), "wrong kind");
-  // The filter's last word has padding cells past the last real one; they must be empty.
-  ASSERT_NE(filter_.cells() % 16, 0U);
-  std::string last_words = payload_of(last);
-  last_words[last_words.size() - 1] = static_cast<char>(0x10);
-  expect_rejected_page(last_id, with_payload(last, last_words), "padding cell set");
-}
-
-TEST_F(ContinuousCorruption, MetadataOfAnotherTypeIsRejected) {
-  // Given straight to ContinuousFilter::restore: the generic restore would dispatch on the type and kind.
-  const Record rec = decode_single_record(store_.meta());
-  const std::string as_spectral = encode_record(RecordKind::kMeta, FilterType::kSpectral, 0, rec.payload);
-  EXPECT_THROW(ContinuousFilter::restore(decode_single_record(as_spectral), store_.lookup()), FormatError);
-  const std::string as_slice = encode_record(RecordKind::kSlice, FilterType::kContinuous, 0, rec.payload);
-  EXPECT_THROW(ContinuousFilter::restore(decode_single_record(as_slice), store_.lookup()), FormatError);
 }
 
 }  // namespace

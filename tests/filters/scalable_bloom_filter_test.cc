@@ -1,6 +1,6 @@
 // Unit tests of the scalable Bloom filter: the growth rule, the compound false-positive bound through
-// eleven growth steps (seed 003's example), persistence of only the newest sub-filter, and rejection of
-// corrupt records.
+// eleven growth steps (seed 003's example) and persistence of only the newest sub-filter (corrupt records are
+// corruption_test.cc's).
 //
 // Keys are deterministic strings built from the fixed seed kSeed and a counter, so every run inserts and
 // queries the same keys and prints the same figures. No test measures time.
@@ -11,8 +11,6 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
-#include <limits>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -27,10 +25,7 @@ namespace bloomgate::filters {
 namespace {
 
 using testing::CheckpointStore;
-using testing::double_bits;
-using testing::edited;
 using testing::measured_fpr;
-using testing::put_le;
 
 constexpr TimePoint kNow{};  // the filter ignores time
 constexpr std::uint64_t kSeed = 0x5eed0003;
@@ -61,19 +56,6 @@ std::vector<std::uint64_t> slice_ids(const FilterImage& image) {
   for (const auto& slice : image.slices) ids.push_back(slice.id);
   return ids;
 }
-
-// Metadata payload offsets, as documented in scalable_bloom_filter.h.
-constexpr std::size_t kInitialCapacityAt = 0;
-constexpr std::size_t kErrorAt = 8;
-constexpr std::size_t kGrowthAt = 16;
-constexpr std::size_t kTighteningAt = 20;
-constexpr std::size_t kCountAt = 28;
-constexpr std::size_t sub_filter_at(std::size_t index) { return 32 + 36 * index; }
-constexpr std::size_t kSubCapacity = 0;
-constexpr std::size_t kSubError = 8;
-constexpr std::size_t kSubProbes = 16;
-constexpr std::size_t kSubSliceBits = 20;
-constexpr std::size_t kSubInsertions = 28;
 
 void expect_equal_stats(const Filter& a, const Filter& b) {
   const FilterStats sa = a.stats(kNow);
@@ -297,109 +279,6 @@ TEST(ScalableBloomFilter, CheckpointsWriteOnlyTheNewestSubFilter) {
     ASSERT_EQ(filter.test_and_insert(key("later", i), kNow), latest->test_and_insert(key("later", i), kNow));
   }
   expect_equal_stats(filter, *latest);
-}
-
-class ScalableCorruption : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::uint64_t inserted = 0;
-    std::uint64_t next_key = 0;
-    insert_until(filter_, 1000, inserted, next_key);  // four sub-filters, as above
-    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
-    ASSERT_EQ(store_.slices().size(), 4U);
-  }
-  void expect_rejected_meta(const std::string& meta) const {
-    EXPECT_THROW(ScalableBloomFilter::restore(decode_single_record(meta), store_.lookup()), FormatError);
-  }
-  void expect_rejected_meta_field(std::size_t offset, std::uint64_t value, std::size_t width) const {
-    expect_rejected_meta(edited(store_.meta(), [&](std::string& p) { put_le(p, offset, value, width); }));
-  }
-  void expect_rejected_record(std::uint64_t id, const std::optional<std::string>& record) const {
-    EXPECT_THROW(store_.with_slice(id, record).restore(), FormatError);
-  }
-
-  ScalableBloomFilter filter_{scalable_options(100, 1e-2, 2)};
-  CheckpointStore store_;
-};
-
-TEST_F(ScalableCorruption, IntactStoreRestores) { EXPECT_NO_THROW(store_.restore()); }
-
-TEST_F(ScalableCorruption, TruncatedOrPaddedMetaIsRejected) {
-  const std::size_t size = decode_single_record(store_.meta()).payload.size();
-  ASSERT_EQ(size, sub_filter_at(4));
-  for (std::size_t length = 0; length < size; ++length) {
-    expect_rejected_meta(edited(store_.meta(), [&](std::string& p) { p.resize(length); }));
-  }
-  expect_rejected_meta(edited(store_.meta(), [](std::string& p) { p.push_back('\0'); }));
-  std::string flipped = store_.meta();
-  flipped[kRecordHeaderSize + 5] = static_cast<char>(flipped[kRecordHeaderSize + 5] ^ 0x01);
-  EXPECT_THROW(decode_single_record(flipped), FormatError);
-}
-
-TEST_F(ScalableCorruption, ImpossibleParametersAreRejected) {
-  expect_rejected_meta_field(kInitialCapacityAt, 0, 8);
-  expect_rejected_meta_field(kInitialCapacityAt, 101, 8);  // sub-filter capacities no longer follow
-  expect_rejected_meta_field(kErrorAt, double_bits(0.0), 8);
-  expect_rejected_meta_field(kErrorAt, double_bits(std::numeric_limits<double>::quiet_NaN()), 8);
-  expect_rejected_meta_field(kErrorAt, double_bits(0.02), 8);
-  expect_rejected_meta_field(kGrowthAt, 3, 4);
-  expect_rejected_meta_field(kGrowthAt, 4, 4);
-  expect_rejected_meta_field(kTighteningAt, double_bits(1.0), 8);
-  expect_rejected_meta_field(kTighteningAt, double_bits(0.8), 8);
-  expect_rejected_meta_field(kCountAt, 0, 4);
-  expect_rejected_meta_field(kCountAt, 3, 4);  // leaves a sub-filter's bytes unread
-  expect_rejected_meta_field(kCountAt, 5, 4);  // reads past the end
-  expect_rejected_meta_field(kCountAt, 65, 4);
-  expect_rejected_meta_field(kCountAt, 0xFFFFFFFF, 4);
-}
-
-TEST_F(ScalableCorruption, ImpossibleSubFilterFieldsAreRejected) {
-  expect_rejected_meta_field(sub_filter_at(1) + kSubCapacity, 201, 8);
-  expect_rejected_meta_field(sub_filter_at(1) + kSubError, double_bits(0.01 * 0.1 * 0.91), 8);
-  expect_rejected_meta_field(sub_filter_at(0) + kSubProbes, 0, 4);
-  expect_rejected_meta_field(sub_filter_at(0) + kSubProbes, 65, 4);
-  expect_rejected_meta_field(sub_filter_at(0) + kSubProbes, 11, 4);  // record size no longer matches
-  expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits, 0, 8);
-  expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits, 100, 8);
-  expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits, std::uint64_t{1} << 60, 8);
-  // Claims a 2 GiB sub-filter: its record is found too short before anything that size is allocated.
-  expect_rejected_meta_field(sub_filter_at(0) + kSubSliceBits,
-                             (ScalableBloomFilter::kMaxSubFilterBits / 10) & ~std::uint64_t{63}, 8);
-  // Sub-filter 0 (n = 100, error 1e-3): k = 10 and 4096-bit slices; 5 x 8192 bits has the same size.
-  expect_rejected_meta(edited(store_.meta(), [](std::string& p) {
-    put_le(p, sub_filter_at(0) + kSubProbes, 5, 4);
-    put_le(p, sub_filter_at(0) + kSubSliceBits, 8192, 8);
-  }));
-  // A full sub-filter holds exactly 100; the newest was created by an insertion, holds no more than its
-  // capacity while growth is possible, and one key cannot have set its ~3000 bits.
-  expect_rejected_meta_field(sub_filter_at(0) + kSubInsertions, 99, 8);
-  expect_rejected_meta_field(sub_filter_at(3) + kSubInsertions, 0, 8);
-  expect_rejected_meta_field(sub_filter_at(3) + kSubInsertions, 801, 8);
-  expect_rejected_meta_field(sub_filter_at(3) + kSubInsertions, 1, 8);
-}
-
-TEST_F(ScalableCorruption, WrongRecordKindOrTypeIsRejected) {
-  const Record meta = decode_single_record(store_.meta());
-  expect_rejected_meta(encode_record(RecordKind::kMeta, FilterType::kBloom, 0, meta.payload));
-  expect_rejected_meta(encode_record(RecordKind::kSlice, FilterType::kScalable, 0, meta.payload));
-}
-
-TEST_F(ScalableCorruption, BadSubFilterRecordsAreRejected) {
-  const std::string& record = store_.slices().at(2);
-  const Record rec = decode_single_record(record);
-  expect_rejected_record(2, std::nullopt);
-  expect_rejected_record(4, std::nullopt);
-  expect_rejected_record(2, store_.slices().at(3));
-  expect_rejected_record(2, encode_record(RecordKind::kSlice, FilterType::kScalable, 3, rec.payload));
-  expect_rejected_record(2, encode_record(RecordKind::kSlice, FilterType::kBloom, 2, rec.payload));
-  expect_rejected_record(2, encode_record(RecordKind::kMeta, FilterType::kScalable, 2, rec.payload));
-  expect_rejected_record(2, edited(record, [](std::string& p) { p.resize(p.size() - 8); }));
-  expect_rejected_record(2, edited(record, [](std::string& p) { p.resize(p.size() - 1); }));
-  expect_rejected_record(2, edited(record, [](std::string& p) { p.append(8, '\0'); }));
-  expect_rejected_record(2, edited(record, [](std::string& p) { p.assign(p.size(), '\0'); }));
-  std::string flipped = record;
-  flipped[kRecordHeaderSize + 11] = static_cast<char>(flipped[kRecordHeaderSize + 11] ^ 0x40);
-  expect_rejected_record(2, flipped);
 }
 
 }  // namespace
