@@ -45,7 +45,8 @@ bool AgePartitionedFilter::test_and_insert(KeyHash key, TimePoint) {
   return present;
 }
 
-// b.4: drop the oldest slice, push a cleared one at the front with the next hash index down.
+// The shift after each generation: drop the oldest slice, push a cleared one at the front with the next hash
+// index down, so the k slices an insertion writes keep hash indexes k-1 .. 0 from newest to oldest.
 void AgePartitionedFilter::shift() {
   dropped_slice_ids_.push_back(slices_.back().id);
   slices_.pop_back();

@@ -197,10 +197,7 @@ std::string BloomFilter::meta_payload() const {
 }
 
 FilterImage BloomFilter::image(ImageScope scope) const {
-  FilterImage image;
-  image.meta = encode_record(RecordKind::kMeta, FilterType::kBloom, 0, meta_payload());
-  bits_->words().append_pages(FilterType::kBloom, scope, image);
-  return image;
+  return bits_->words().image(FilterType::kBloom, scope, meta_payload());
 }
 
 void BloomFilter::mark_persisted() { bits_->words().mark_clean(); }

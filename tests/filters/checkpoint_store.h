@@ -1,7 +1,10 @@
 // Test support for the checkpoint records of every filter type: an in-memory checkpoint store that
-// applies FilterImages and restores filters from them, and helpers that edit records while keeping their
-// checksum valid, so that only a filter's own validation can reject the result.
+// applies FilterImages and restores filters from them, a comparison of a restored filter's stats with the
+// original's, and helpers that edit records while keeping their checksum valid, so that only a filter's own
+// validation can reject the result.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -79,6 +82,25 @@ class CheckpointStore {
   std::string meta_;
   Slices slices_;
 };
+
+// A restored filter describes itself as the original does: the same figures and, slice by slice, the same
+// ids, insertions and fill.
+inline void expect_equal_stats(TimePoint now, const Filter& original, const Filter& restored) {
+  const FilterStats sa = original.stats(now);
+  const FilterStats sb = restored.stats(now);
+  EXPECT_EQ(sa.k, sb.k);
+  EXPECT_EQ(sa.slices, sb.slices);
+  EXPECT_EQ(sa.bits, sb.bits);
+  EXPECT_EQ(sa.elements, sb.elements);
+  EXPECT_EQ(sa.target_fpr, sb.target_fpr);
+  EXPECT_EQ(sa.estimated_fpr, sb.estimated_fpr);
+  ASSERT_EQ(sa.slice_stats.size(), sb.slice_stats.size());
+  for (std::size_t i = 0; i < sa.slice_stats.size(); ++i) {
+    EXPECT_EQ(sa.slice_stats[i].id, sb.slice_stats[i].id);
+    EXPECT_EQ(sa.slice_stats[i].insertions, sb.slice_stats[i].insertions);
+    EXPECT_EQ(sa.slice_stats[i].fill_ratio, sb.slice_stats[i].fill_ratio);
+  }
+}
 
 // The payload of a record.
 inline std::string payload_of(const std::string& record) {

@@ -17,11 +17,9 @@ namespace bloomgate::filters {
 namespace {
 
 using testing::CheckpointStore;
-using testing::Phase;
 using testing::absent_key_name;
 using testing::key_name;
 using testing::milliseconds;
-using testing::replay;
 using testing::run_stream;
 using testing::seconds;
 
@@ -38,42 +36,6 @@ FilterOptions continuous_options(double error_rate, std::uint64_t expected, bool
   o.refresh_on_duplicate = refresh;
   return o;
 }
-
-class NoFalseNegatives : public ::testing::TestWithParam<bool> {};
-
-TEST_P(NoFalseNegatives, SteadyRate) {
-  const bool refresh = GetParam();
-  ContinuousFilter filter(continuous_options(0.01, 10'000, refresh));
-  const auto out = replay(filter, kTtl, kStart, {{seconds(60), 1000}}, 0.3, 15'000, false, 111, refresh);
-  EXPECT_GT(out.events, 50'000U);
-  EXPECT_EQ(out.false_negatives, 0U);
-}
-
-TEST_P(NoFalseNegatives, RandomRates) {
-  const bool refresh = GetParam();
-  std::mt19937_64 rng(112);
-  std::vector<Phase> phases;
-  for (int i = 0; i < 24; ++i) {
-    phases.push_back({milliseconds(2500), 10.0 * std::pow(10.0, 3.0 * static_cast<double>(rng() % 1000) / 1000.0)});
-  }
-  ContinuousFilter filter(continuous_options(0.01, 1'000, refresh));
-  const auto out = replay(filter, kTtl, kStart, phases, 0.3, 5'000, true, 113, refresh);
-  EXPECT_GT(out.events, 10'000U);
-  EXPECT_EQ(out.false_negatives, 0U);
-}
-
-TEST_P(NoFalseNegatives, BurstsAndSilences) {
-  const bool refresh = GetParam();
-  ContinuousFilter filter(continuous_options(0.001, 1'000, refresh));
-  const std::vector<Phase> phases = {{seconds(30), 100},  {seconds(5), 10'000}, {seconds(20), 100},
-                                     {seconds(2), 20'000}, {seconds(1), 0.5},    {seconds(90), 0.05},
-                                     {seconds(30), 100}};
-  const auto out = replay(filter, kTtl, kStart, phases, 0.4, 3'000, true, 114, refresh);
-  EXPECT_GT(out.events, 50'000U);
-  EXPECT_EQ(out.false_negatives, 0U);
-}
-
-INSTANTIATE_TEST_SUITE_P(RefreshOrNot, NoFalseNegatives, ::testing::Bool());
 
 // A key lives from its write to the end of the second tick after it: at least TTL, less than 1.5 TTL.
 TEST(ContinuousFilter, KeyLivesAtLeastTtlAndAtMostOneAndAHalfTtl) {

@@ -1,5 +1,5 @@
 // Unit tests of the scalable Bloom filter: the growth rule, the compound false-positive bound through
-// eleven growth steps (seed 003's example) and persistence of only the newest sub-filter (corrupt records are
+// eleven growth steps and persistence of only the newest sub-filter (corrupt records are
 // corruption_test.cc's).
 //
 // Keys are deterministic strings built from the fixed seed kSeed and a counter, so every run inserts and
@@ -25,6 +25,7 @@ namespace bloomgate::filters {
 namespace {
 
 using testing::CheckpointStore;
+using testing::expect_equal_stats;
 using testing::measured_fpr;
 
 constexpr TimePoint kNow{};  // the filter ignores time
@@ -57,23 +58,6 @@ std::vector<std::uint64_t> slice_ids(const FilterImage& image) {
   return ids;
 }
 
-void expect_equal_stats(const Filter& a, const Filter& b) {
-  const FilterStats sa = a.stats(kNow);
-  const FilterStats sb = b.stats(kNow);
-  EXPECT_EQ(sa.k, sb.k);
-  EXPECT_EQ(sa.slices, sb.slices);
-  EXPECT_EQ(sa.bits, sb.bits);
-  EXPECT_EQ(sa.elements, sb.elements);
-  EXPECT_EQ(sa.target_fpr, sb.target_fpr);
-  EXPECT_EQ(sa.estimated_fpr, sb.estimated_fpr);
-  ASSERT_EQ(sa.slice_stats.size(), sb.slice_stats.size());
-  for (std::size_t i = 0; i < sa.slice_stats.size(); ++i) {
-    EXPECT_EQ(sa.slice_stats[i].id, sb.slice_stats[i].id);
-    EXPECT_EQ(sa.slice_stats[i].insertions, sb.slice_stats[i].insertions);
-    EXPECT_EQ(sa.slice_stats[i].fill_ratio, sb.slice_stats[i].fill_ratio);
-  }
-}
-
 struct GrowthCase {
   std::uint32_t growth;
   std::uint64_t initial_capacity;
@@ -82,7 +66,7 @@ struct GrowthCase {
 
 class ScalableGrowth : public ::testing::TestWithParam<GrowthCase> {};
 
-// Seed 003's check: start small and grow eleven times, the compound FPR stays below P. The FPR is measured
+// Start small and grow eleven times, the compound FPR stays below P. The FPR is measured
 // at each step's worst moment, with the newest sub-filter exactly full, then with eleven sub-filters.
 TEST_P(ScalableGrowth, FprBoundHoldsThroughElevenGrowthSteps) {
   const GrowthCase c = GetParam();
@@ -135,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(GrowthFactors, ScalableGrowth,
                          });
 
 TEST(ScalableBloomFilter, SubFilterCountFollowsCapacities) {
-  // Seed 003: n0 = 50, P = 0.05, s = 2; 100 insertions take two sub-filters.
+  // n0 = 50, P = 0.05, s = 2: 100 insertions take two sub-filters.
   ScalableBloomFilter filter(scalable_options(50, 0.05, 2));
   std::uint64_t inserted = 0;
   std::uint64_t next_key = 0;
@@ -212,7 +196,7 @@ TEST(ScalableBloomFilter, GrowthStopsAtTheProbeLimit) {
   for (std::uint64_t i = 0; i < next_key; ++i) ASSERT_TRUE(filter.contains(key("present", i), kNow));
   // The overfull newest sub-filter is valid.
   const auto restored = CheckpointStore(filter.image(ImageScope::kFull)).restore();
-  expect_equal_stats(filter, *restored);
+  expect_equal_stats(kNow, filter, *restored);
 }
 
 TEST(ScalableBloomFilter, EmptyAndOneMebibyteKeys) {
@@ -257,7 +241,7 @@ TEST(ScalableBloomFilter, CheckpointsWriteOnlyTheNewestSubFilter) {
 
   const auto restored = store.restore();
   ASSERT_EQ(restored->type(), FilterType::kScalable);
-  expect_equal_stats(filter, *restored);
+  expect_equal_stats(kNow, filter, *restored);
   for (std::uint64_t i = 0; i < next_key; ++i) ASSERT_TRUE(restored->contains(key("present", i), kNow)) << i;
   EXPECT_TRUE(restored->image(ImageScope::kChangedSinceLastPersist).slices.empty());
 
@@ -266,7 +250,7 @@ TEST(ScalableBloomFilter, CheckpointsWriteOnlyTheNewestSubFilter) {
   EXPECT_EQ(slice_ids(small_step), (std::vector<std::uint64_t>{4}));
   store.apply(small_step);
   filter.mark_persisted();
-  expect_equal_stats(filter, *store.restore());
+  expect_equal_stats(kNow, filter, *store.restore());
 
   insert_until(filter, 1600, inserted, next_key);  // past 1500: sub-filter 4 appears
   const FilterImage growth_step = filter.image(ImageScope::kChangedSinceLastPersist);
@@ -274,11 +258,11 @@ TEST(ScalableBloomFilter, CheckpointsWriteOnlyTheNewestSubFilter) {
   store.apply(growth_step);
   filter.mark_persisted();
   const auto latest = store.restore();
-  expect_equal_stats(filter, *latest);
+  expect_equal_stats(kNow, filter, *latest);
   for (std::uint64_t i = 0; i < 5000; ++i) {
     ASSERT_EQ(filter.test_and_insert(key("later", i), kNow), latest->test_and_insert(key("later", i), kNow));
   }
-  expect_equal_stats(filter, *latest);
+  expect_equal_stats(kNow, filter, *latest);
 }
 
 }  // namespace

@@ -86,21 +86,27 @@ Errors measure(const SpectralFilter& filter, const std::vector<std::uint64_t>& c
   return e;
 }
 
+// The errors of each mode, in a filter for `expected` keys at 1e-2, over the occurrences in `counts`.
+std::map<SpectralMode, Errors> errors_by_mode(const std::vector<std::uint64_t>& counts, std::uint64_t expected) {
+  std::map<SpectralMode, Errors> errors;
+  for (const SpectralMode mode :
+       {SpectralMode::kMinimumSelection, SpectralMode::kMinimalIncrease, SpectralMode::kRecurringMinimum}) {
+    SpectralFilter filter(spectral_options(mode, 0.01, expected));
+    add_all(filter, counts, 202);
+    errors[mode] = measure(filter, counts);
+  }
+  return errors;
+}
+
 // The filter is sized for 3,600 keys and gets about 7,200 distinct ones, so that Bloom errors are common
 // enough to compare the modes. (Far beyond that, around 4x, Recurring Minimum's secondary table is swamped
 // and RM falls behind MS; see spectral_filter.h.)
 TEST(SpectralFilter, MinimalIncreaseOverestimatesLessThanMinimumSelectionOnZipf) {
   const auto counts = zipf_counts(8'000, 100'000, 1.0, 201);
-  std::map<SpectralMode, Errors> errors;
-  for (const SpectralMode mode :
-       {SpectralMode::kMinimumSelection, SpectralMode::kMinimalIncrease, SpectralMode::kRecurringMinimum}) {
-    SpectralFilter filter(spectral_options(mode, 0.01, 3'600));
-    add_all(filter, counts, 202);
-    errors[mode] = measure(filter, counts);
-  }
-  const Errors& ms = errors[SpectralMode::kMinimumSelection];
-  const Errors& mi = errors[SpectralMode::kMinimalIncrease];
-  const Errors& rm = errors[SpectralMode::kRecurringMinimum];
+  const auto errors = errors_by_mode(counts, 3'600);
+  const Errors& ms = errors.at(SpectralMode::kMinimumSelection);
+  const Errors& mi = errors.at(SpectralMode::kMinimalIncrease);
+  const Errors& rm = errors.at(SpectralMode::kRecurringMinimum);
   std::printf("Zipf(1.0) over 8000 ranks, 100000 occurrences, filter for 3600 keys: mean absolute error MS %.3f, "
               "MI %.3f, RM %.3f (signed %.3f, %llu underestimates); exact MS %llu, MI %llu, RM %llu\n",
               ms.mean_absolute_error, mi.mean_absolute_error, rm.mean_absolute_error, rm.mean_overestimate,
@@ -118,16 +124,10 @@ TEST(SpectralFilter, RecurringMinimumReducesBiasAtDesignLoad) {
   const auto counts = zipf_counts(8'000, 100'000, 1.0, 201);
   const auto distinct = static_cast<std::uint64_t>(
       std::count_if(counts.begin(), counts.end(), [](std::uint64_t c) { return c > 0; }));
-  std::map<SpectralMode, Errors> errors;
-  for (const SpectralMode mode :
-       {SpectralMode::kMinimumSelection, SpectralMode::kMinimalIncrease, SpectralMode::kRecurringMinimum}) {
-    SpectralFilter filter(spectral_options(mode, 0.01, distinct));
-    add_all(filter, counts, 202);
-    errors[mode] = measure(filter, counts);
-  }
-  const Errors& ms = errors[SpectralMode::kMinimumSelection];
-  const Errors& mi = errors[SpectralMode::kMinimalIncrease];
-  const Errors& rm = errors[SpectralMode::kRecurringMinimum];
+  const auto errors = errors_by_mode(counts, distinct);
+  const Errors& ms = errors.at(SpectralMode::kMinimumSelection);
+  const Errors& mi = errors.at(SpectralMode::kMinimalIncrease);
+  const Errors& rm = errors.at(SpectralMode::kRecurringMinimum);
   std::printf("Zipf(1.0), filter for the %llu distinct keys: mean signed error MS %.4f, MI %.4f, RM %.4f; "
               "mean absolute error MS %.4f, MI %.4f, RM %.4f\n",
               static_cast<unsigned long long>(distinct), ms.mean_overestimate, mi.mean_overestimate,

@@ -17,6 +17,7 @@
 #include "checkpoint_store.h"
 #include "ground_truth.h"
 #include "record_fields.h"
+#include "time_limited_support.h"
 
 namespace bloomgate::filters {
 namespace {
@@ -27,22 +28,14 @@ using testing::Fields;
 using testing::key_name;
 using testing::run_stream;
 using testing::seconds;
+using testing::tlbf_options;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 const TimePoint kEnd = kStart + seconds(30);
 
-FilterOptions options(std::uint64_t expected) {
-  FilterOptions o;
-  o.type = FilterType::kTimeLimited;
-  o.error_rate = 0.01;
-  o.ttl = seconds(10);
-  o.expected_per_ttl = expected;
-  return o;
-}
-
 // 400,000 keys per TTL: slices of 78,720 bits, all in one segment after 30 s (time_limited_filter_test).
 std::unique_ptr<TimeLimitedFilter> large_filter(std::uint64_t seed) {
-  auto filter = std::make_unique<TimeLimitedFilter>(options(400'000));
+  auto filter = std::make_unique<TimeLimitedFilter>(tlbf_options(0.01, seconds(10), 400'000));
   run_stream({{seconds(30), 52'000}}, 0.2, 100'000, true, seed, kStart,
              [&](std::uint64_t key, TimePoint now) { filter->test_and_insert(key_name(key), now); });
   return filter;
@@ -158,12 +151,12 @@ TEST(Snapshot, RefusesTheCellsOfAnEarlierLayout) {
 }
 
 TEST(Snapshot, OnlyALargeFilterOfOneSegmentHasOne) {
-  TimeLimitedFilter small(options(2'000));
+  TimeLimitedFilter small(tlbf_options(0.01, seconds(10), 2'000));
   run_stream({{seconds(30), 260}}, 0.2, 1'000, true, 95, kStart,
              [&](std::uint64_t key, TimePoint now) { small.test_and_insert(key_name(key), now); });
   ASSERT_EQ(small.segment_count(), 1U) << "small slices share a segment too";
   EXPECT_FALSE(small.snapshot().has_value()) << "slices under 2^16 bits restore from their records";
-  TimeLimitedFilter changing(options(400'000));
+  TimeLimitedFilter changing(tlbf_options(0.01, seconds(10), 400'000));
   run_stream({{seconds(12), 40'000}, {seconds(4), 150'000}}, 0.2, 100'000, true, 96, kStart,
              [&](std::uint64_t key, TimePoint now) { changing.test_and_insert(key_name(key), now); });
   ASSERT_GT(changing.segment_count(), 1U);
