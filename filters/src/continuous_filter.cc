@@ -130,6 +130,25 @@ void check_parameters(const StoredMeta& m) {
 
 }  // namespace
 
+// The metadata payload read_meta() reads.
+std::string ContinuousFilter::meta_payload() const {
+  ByteWriter w;
+  w.u64(cells_);
+  w.u32(probes_);
+  w.u64(expected_per_ttl_);
+  w.f64(error_rate_);
+  w.i64(ttl_.count());
+  w.u8(refresh_on_duplicate_ ? 1 : 0);
+  w.u8(seen_ ? 1 : 0);
+  w.i64(to_epoch_nanos(epoch_));
+  w.i64(to_epoch_nanos(latest_));
+  w.u64(tick_);
+  w.u64(sweep_cursor_);
+  w.u64(pass_start_tick_);
+  w.u64(words_->size());
+  return w.take();
+}
+
 ContinuousFilter::Config ContinuousFilter::config_for(const FilterOptions& options) {
   const auto [cells, probes] = size_for(options.expected_per_ttl, options.error_rate);
   return Config{cells, probes, options.expected_per_ttl, options.error_rate, options.ttl,
@@ -286,24 +305,6 @@ FilterStats ContinuousFilter::stats(TimePoint now) const {
   const double fill = static_cast<double>(fresh_total) / static_cast<double>(cells_);
   detail::set_fill_estimates(stats, fill, cells_, probes_);
   return stats;
-}
-
-std::string ContinuousFilter::meta_payload() const {
-  ByteWriter w;
-  w.u64(cells_);
-  w.u32(probes_);
-  w.u64(expected_per_ttl_);
-  w.f64(error_rate_);
-  w.i64(ttl_.count());
-  w.u8(refresh_on_duplicate_ ? 1 : 0);
-  w.u8(seen_ ? 1 : 0);
-  w.i64(to_epoch_nanos(epoch_));
-  w.i64(to_epoch_nanos(latest_));
-  w.u64(tick_);
-  w.u64(sweep_cursor_);
-  w.u64(pass_start_tick_);
-  w.u64(words_->size());
-  return w.take();
 }
 
 FilterImage ContinuousFilter::image(ImageScope scope) const {

@@ -87,6 +87,22 @@ StoredMeta read_meta(std::string_view payload) {
 
 }  // namespace
 
+// The metadata payload read_meta() reads.
+std::string SpectralFilter::meta_payload() const {
+  ByteWriter w;
+  w.u8(static_cast<std::uint8_t>(mode_));
+  w.u64(expected_);
+  w.f64(error_rate_);
+  w.u64(primary_.counters);
+  w.u32(primary_.probes);
+  w.u64(secondary_.counters);
+  w.u32(secondary_.probes);
+  w.u8(seen_ ? 1 : 0);
+  w.i64(to_epoch_nanos(latest_));
+  w.u64(words_->size());
+  return w.take();
+}
+
 // A key's distinct counter indices in one table, ascending.
 struct SpectralFilter::Positions {
   std::array<std::uint64_t, kMaxProbes> index{};
@@ -262,21 +278,6 @@ FilterStats SpectralFilter::stats(TimePoint /*now*/) const {
       static_cast<double>(nonzero_counters(0, primary_.counters)) / static_cast<double>(primary_.counters);
   detail::set_fill_estimates(stats, fill, primary_.counters, primary_.probes);
   return stats;
-}
-
-std::string SpectralFilter::meta_payload() const {
-  ByteWriter w;
-  w.u8(static_cast<std::uint8_t>(mode_));
-  w.u64(expected_);
-  w.f64(error_rate_);
-  w.u64(primary_.counters);
-  w.u32(primary_.probes);
-  w.u64(secondary_.counters);
-  w.u32(secondary_.probes);
-  w.u8(seen_ ? 1 : 0);
-  w.i64(to_epoch_nanos(latest_));
-  w.u64(words_->size());
-  return w.take();
 }
 
 FilterImage SpectralFilter::image(ImageScope scope) const {

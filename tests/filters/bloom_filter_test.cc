@@ -17,6 +17,7 @@
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
@@ -32,11 +33,7 @@ constexpr std::uint64_t kSeed = 0x5eed0001;
 std::string key(std::string_view kind, std::uint64_t i) { return testing::seeded_key(kind, kSeed, i); }
 
 FilterOptions bloom_options(std::uint64_t capacity, double error_rate) {
-  FilterOptions options;
-  options.type = FilterType::kBloom;
-  options.expected_per_ttl = capacity;
-  options.error_rate = error_rate;
-  return options;
+  return testing::options_for(FilterType::kBloom, error_rate, capacity);
 }
 
 TEST(BloomFilter, SizingFollowsTheFormula) {

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/format.h"
@@ -86,20 +88,19 @@ class CheckpointStore {
 // A restored filter describes itself as the original does: the same figures and, slice by slice, the same
 // ids, insertions and fill.
 inline void expect_equal_stats(TimePoint now, const Filter& original, const Filter& restored) {
-  const FilterStats sa = original.stats(now);
-  const FilterStats sb = restored.stats(now);
-  EXPECT_EQ(sa.k, sb.k);
-  EXPECT_EQ(sa.slices, sb.slices);
-  EXPECT_EQ(sa.bits, sb.bits);
-  EXPECT_EQ(sa.elements, sb.elements);
-  EXPECT_EQ(sa.target_fpr, sb.target_fpr);
-  EXPECT_EQ(sa.estimated_fpr, sb.estimated_fpr);
-  ASSERT_EQ(sa.slice_stats.size(), sb.slice_stats.size());
-  for (std::size_t i = 0; i < sa.slice_stats.size(); ++i) {
-    EXPECT_EQ(sa.slice_stats[i].id, sb.slice_stats[i].id);
-    EXPECT_EQ(sa.slice_stats[i].insertions, sb.slice_stats[i].insertions);
-    EXPECT_EQ(sa.slice_stats[i].fill_ratio, sb.slice_stats[i].fill_ratio);
-  }
+  // k, slices, bits, elements, target and estimated FPR; then id, insertions and fill of each slice.
+  const auto figures = [](const FilterStats& s) {
+    return std::tuple(s.k, s.slices, s.bits, s.elements, s.target_fpr, s.estimated_fpr);
+  };
+  const auto per_slice = [](const FilterStats& stats) {
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, double>> slices;
+    for (const SliceStats& slice : stats.slice_stats) slices.emplace_back(slice.id, slice.insertions, slice.fill_ratio);
+    return slices;
+  };
+  const FilterStats original_stats = original.stats(now);
+  const FilterStats restored_stats = restored.stats(now);
+  EXPECT_EQ(figures(original_stats), figures(restored_stats));
+  EXPECT_EQ(per_slice(original_stats), per_slice(restored_stats));
 }
 
 // The payload of a record.

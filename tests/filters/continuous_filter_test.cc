@@ -11,6 +11,7 @@
 
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
@@ -28,13 +29,7 @@ constexpr Duration kTtl = seconds(10);
 constexpr Duration kTick = seconds(5);  // ttl / 2
 
 FilterOptions continuous_options(double error_rate, std::uint64_t expected, bool refresh = false) {
-  FilterOptions o;
-  o.type = FilterType::kContinuous;
-  o.error_rate = error_rate;
-  o.ttl = kTtl;
-  o.expected_per_ttl = expected;
-  o.refresh_on_duplicate = refresh;
-  return o;
+  return testing::options_for(FilterType::kContinuous, error_rate, expected, kTtl, refresh);
 }
 
 // A key lives from its write to the end of the second tick after it: at least TTL, less than 1.5 TTL.
@@ -117,31 +112,6 @@ TEST(ContinuousFilter, TimeNeverRunsBackwards) {
   EXPECT_FALSE(filter.contains(std::string_view("b"), kStart + seconds(115)));
   EXPECT_TRUE(filter.test_and_insert(std::string_view("a"), kStart));
   EXPECT_TRUE(filter.contains(std::string_view("a"), kStart - seconds(1000)));
-}
-
-TEST(ContinuousFilter, ExtremeTimestampsDoNotOverflow) {
-  ContinuousFilter filter(continuous_options(0.01, 1'000));
-  const TimePoint earliest = from_epoch_nanos(std::numeric_limits<std::int64_t>::min());
-  const TimePoint latest = from_epoch_nanos(std::numeric_limits<std::int64_t>::max());
-  EXPECT_FALSE(filter.test_and_insert(std::string_view("old"), earliest));
-  EXPECT_TRUE(filter.contains(std::string_view("old"), earliest));
-  EXPECT_FALSE(filter.contains(std::string_view("old"), latest));
-  EXPECT_FALSE(filter.test_and_insert(std::string_view("future"), latest));
-  EXPECT_FALSE(filter.contains(std::string_view("old"), latest));
-  EXPECT_TRUE(filter.test_and_insert(std::string_view("future"), latest));
-  EXPECT_TRUE(filter.contains(std::string_view("future"), kStart)) << "clamped to the latest time seen";
-  const auto stats = filter.stats(latest);
-  EXPECT_GE(stats.elements, 1U);
-}
-
-TEST(ContinuousFilter, EmptyTinyAndHugeKeys) {
-  ContinuousFilter filter(continuous_options(0.001, 1'000));
-  const std::string huge(1 << 20, 'x');
-  for (const std::string& key : {std::string(), std::string("a"), std::string(1, '\0'), huge}) {
-    EXPECT_FALSE(filter.test_and_insert(key, kStart)) << key.size();
-    EXPECT_TRUE(filter.test_and_insert(key, kStart + seconds(1))) << key.size();
-  }
-  EXPECT_FALSE(filter.contains(huge + "y", kStart));
 }
 
 TEST(ContinuousFilter, SizedForOneAndAHalfTtlOfKeys) {

@@ -23,6 +23,7 @@
 #include "bloomgate/filters/spectral_filter.h"
 #include "bloomgate/filters/time_limited_filter.h"
 #include "checkpoint_store.h"
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
@@ -59,12 +60,7 @@ struct FilterKind {
   using Restore = std::unique_ptr<Filter> (*)(const Record& meta, const SliceViews& slices);
   FilterKind() = default;
   FilterKind(const char* kind_name, FilterType type, double error_rate, std::uint64_t expected, Restore kind_restore)
-      : name(kind_name), restore(kind_restore) {
-    options.type = type;
-    options.error_rate = error_rate;
-    options.expected_per_ttl = expected;
-    options.ttl = testing::seconds(10);
-  }
+      : name(kind_name), options(testing::options_for(type, error_rate, expected)), restore(kind_restore) {}
 
   const char* name = "";
   // The filter whose records every case damages: built from `options`, then fed fixed keys by `feed`.

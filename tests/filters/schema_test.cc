@@ -14,6 +14,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/options.h"
+#include "filter_options.h"
 #include "record_fields.h"
 
 namespace bloomgate::filters {
@@ -46,27 +47,19 @@ void expect_lines(const std::vector<std::string>& actual, const std::vector<std:
   }
 }
 
+// A filter of `type` for 3 keys at 1e-1 (TTL 10 s).
+FilterOptions tiny_options(FilterType type) { return testing::options_for(type, 0.1, 3); }
+
 // Three keys, one of them seen twice, a second apart.
-FilterImage tiny_image(FilterOptions options) {
-  options.error_rate = 0.1;
-  options.ttl = seconds(10);
+FilterImage tiny_image(const FilterOptions& options) {
   const auto filter = make_filter(options);
   for (int i = 0; i < 4; ++i) filter->test_and_insert("key-" + std::to_string(i % 3), kStart + seconds(i));
   return filter->image(ImageScope::kFull);
 }
 
-FilterImage tiny_image(FilterType type, std::uint64_t expected) {
-  FilterOptions options;
-  options.type = type;
-  options.expected_per_ttl = expected;
-  return tiny_image(options);
-}
-
-// Level 0, the fewest slices: (k, l) = (4, 1) at 1e-1.
+// Level 0, the fewest slices: (k, l) = (4, 3) at 1e-1.
 FilterImage tiny_sliced_image(FilterType type) {
-  FilterOptions options;
-  options.type = type;
-  options.expected_per_ttl = 3;
+  FilterOptions options = tiny_options(type);
   options.level = 0;
   return tiny_image(options);
 }
@@ -141,7 +134,7 @@ TEST(Schema, Bloom) {
   const auto meta = [](std::string_view payload) {
     return Fields(payload).u64("capacity").f64("error rate").u32("k").u64("slice bits").u64("insertions").str();
   };
-  expect_lines(described(tiny_image(FilterType::kBloom, 3), meta, set_bits),
+  expect_lines(described(tiny_image(tiny_options(FilterType::kBloom)), meta, set_bits),
       {
       "meta BGFR version=1 kind=1 type=5 seed=626c6f6f6d676174 id=0 length=36 checksum=xxh3",
       "meta capacity=3 error rate=0.1 k=4 slice bits=4096 insertions=3",
@@ -152,12 +145,14 @@ TEST(Schema, Bloom) {
 
 // Capacity 2 for three keys: the third key opens a second sub-filter.
 TEST(Schema, ScalableAfterOneGrowth) {
+  FilterOptions options = tiny_options(FilterType::kScalable);
+  options.expected_per_ttl = 2;
   const auto meta = [](std::string_view payload) {
     return Fields(payload).u64("n0").f64("error rate").u32("growth").f64("tightening").u32("count")
         .u64("capacity").f64("error").u32("k").u64("slice bits").u64("insertions")
         .u64("capacity").f64("error").u32("k").u64("slice bits").u64("insertions").str();
   };
-  expect_lines(described(tiny_image(FilterType::kScalable, 2), meta, set_bits),
+  expect_lines(described(tiny_image(options), meta, set_bits),
       {
       "meta BGFR version=1 kind=1 type=4 seed=626c6f6f6d676174 id=0 length=104 checksum=xxh3",
       "meta n0=2 error rate=0.1 growth=2 tightening=0.9 count=2 capacity=2 error=0.009999999999999998 k=7 "
@@ -170,9 +165,7 @@ TEST(Schema, ScalableAfterOneGrowth) {
 }
 
 TEST(Schema, ContinuousWithRefresh) {
-  FilterOptions options;
-  options.type = FilterType::kContinuous;
-  options.expected_per_ttl = 3;
+  FilterOptions options = tiny_options(FilterType::kContinuous);
   options.refresh_on_duplicate = true;
   const auto meta = [](std::string_view payload) {
     return Fields(payload).u64("cells").u32("probes").u64("expected").f64("error rate").i64("ttl").u8("refresh")
@@ -198,9 +191,7 @@ std::string spectral_meta(std::string_view payload) {
 std::string counters(std::string_view payload) { return Fields(payload).cells("counters", 16).str(); }
 
 FilterImage tiny_spectral(SpectralMode mode) {
-  FilterOptions options;
-  options.type = FilterType::kSpectral;
-  options.expected_per_ttl = 3;
+  FilterOptions options = tiny_options(FilterType::kSpectral);
   options.spectral_mode = mode;
   return tiny_image(options);
 }

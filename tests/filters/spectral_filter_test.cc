@@ -15,6 +15,7 @@
 
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
@@ -27,11 +28,8 @@ using testing::key_name;
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 
 FilterOptions spectral_options(SpectralMode mode, double error_rate, std::uint64_t expected) {
-  FilterOptions o;
-  o.type = FilterType::kSpectral;
+  FilterOptions o = testing::options_for(FilterType::kSpectral, error_rate, expected);
   o.spectral_mode = mode;
-  o.error_rate = error_rate;
-  o.expected_per_ttl = expected;
   return o;
 }
 

@@ -13,7 +13,7 @@
 
 #include "checkpoint_store.h"
 #include "ground_truth.h"
-#include "time_limited_support.h"
+#include "filter_options.h"
 
 namespace bloomgate::filters {
 namespace {
@@ -26,12 +26,17 @@ using testing::tlbf_options;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 
+// 15 s of a 500 keys/s stream (fixed seed) into a filter for 1,000 keys per 10 s TTL.
+void fill(TimeLimitedFilter& filter, std::uint64_t seed) {
+  run_stream({{seconds(15), 500}}, 0.2, 1000, true, seed, kStart,
+             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+}
+
 TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
-  CheckpointStore store;
-  run_stream({{seconds(15), 500}}, 0.2, 1000, true, 71, kStart,
-             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
-  store.checkpoint(filter, ImageScope::kFull);
+  fill(filter, 71);
+  CheckpointStore store(filter.image(ImageScope::kFull));
+  filter.mark_persisted();
   const TimePoint later = kStart + seconds(15);
   for (int i = 0; i < 10; ++i) filter.test_and_insert(key_name(1'000'000 + i), later);
   const FilterImage delta = store.checkpoint(filter, ImageScope::kChangedSinceLastPersist);
@@ -49,10 +54,8 @@ TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
 // and each record's checksum is still verified.
 TEST(TimeLimitedFilter, RestoresFromViewsAskingInAscendingIdOrder) {
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
-  CheckpointStore store;
-  run_stream({{seconds(15), 500}}, 0.2, 1000, true, 72, kStart,
-             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
-  store.checkpoint(filter, ImageScope::kFull);
+  fill(filter, 72);
+  const CheckpointStore store(filter.image(ImageScope::kFull));
 
   std::vector<std::uint64_t> asked;
   std::string buffer;

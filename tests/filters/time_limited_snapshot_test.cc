@@ -17,7 +17,7 @@
 #include "checkpoint_store.h"
 #include "ground_truth.h"
 #include "record_fields.h"
-#include "time_limited_support.h"
+#include "filter_options.h"
 
 namespace bloomgate::filters {
 namespace {
