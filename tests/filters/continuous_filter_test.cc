@@ -114,6 +114,15 @@ TEST(ContinuousFilter, TimeNeverRunsBackwards) {
   EXPECT_TRUE(filter.contains(std::string_view("a"), kStart - seconds(1000)));
 }
 
+// The extremes every time-based filter handles are time_based_filter_test's; the continuous filter also
+// takes the smallest int64 as an ordinary time (it has no sentinel stamp).
+TEST(ContinuousFilter, TheSmallestTimestampIsAnOrdinaryTime) {
+  ContinuousFilter filter(continuous_options(0.01, 1'000));
+  const TimePoint earliest = from_epoch_nanos(std::numeric_limits<std::int64_t>::min());
+  EXPECT_FALSE(filter.test_and_insert(std::string_view("old"), earliest));
+  EXPECT_TRUE(filter.contains(std::string_view("old"), earliest));
+}
+
 TEST(ContinuousFilter, SizedForOneAndAHalfTtlOfKeys) {
   ContinuousFilter filter(continuous_options(0.01, 10'000));
   const double live = 15'000;
@@ -195,15 +204,6 @@ TEST(ContinuousFilter, StatsDescribeTheFilter) {
   EXPECT_GT(after.estimated_fpr, 0.0);
   EXPECT_LT(after.estimated_fpr, 0.001);
   EXPECT_EQ(filter.stats(kStart + seconds(60)).elements, 0U) << "everything expired";
-}
-
-TEST(ContinuousFilter, QueriesDoNotChangeState) {
-  ContinuousFilter filter(continuous_options(0.01, 1'000));
-  for (int i = 0; i < 5000; ++i) filter.test_and_insert(key_name(i), kStart + milliseconds(i));
-  const std::string before = serialize(filter);
-  for (int i = 0; i < 5000; ++i) (void)filter.contains(key_name(i), kStart + seconds(1000));
-  (void)filter.stats(kStart + seconds(1000));
-  EXPECT_EQ(serialize(filter), before);
 }
 
 TEST(ContinuousFilter, RoundTripThroughCheckpointRecords) {

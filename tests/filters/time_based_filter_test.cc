@@ -62,6 +62,15 @@ TEST_P(TimeBasedFilter, EmptyTinyAndHugeKeys) {
   EXPECT_FALSE(filter->contains(huge + "y", kStart));
 }
 
+TEST_P(TimeBasedFilter, QueriesDoNotChangeState) {
+  const auto filter = this->filter(0.01);
+  for (int i = 0; i < 5000; ++i) filter->test_and_insert(testing::key_name(i), kStart + milliseconds(i));
+  const std::string before = serialize(*filter);
+  for (int i = 0; i < 5000; ++i) (void)filter->contains(testing::key_name(i), kStart + seconds(1000));
+  (void)filter->stats(kStart + seconds(1000));
+  EXPECT_EQ(serialize(*filter), before);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, TimeBasedFilter, ::testing::Values(FilterType::kContinuous, FilterType::kTimeLimited),
                          [](const auto& param_info) { return std::string(filter_type_name(param_info.param)); });
 

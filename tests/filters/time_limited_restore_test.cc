@@ -19,6 +19,7 @@ namespace bloomgate::filters {
 namespace {
 
 using testing::CheckpointStore;
+using testing::Phase;
 using testing::key_name;
 using testing::run_stream;
 using testing::seconds;
@@ -26,15 +27,17 @@ using testing::tlbf_options;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 
-// 15 s of a 500 keys/s stream (fixed seed) into a filter for 1,000 keys per 10 s TTL.
-void fill(TimeLimitedFilter& filter, std::uint64_t seed) {
-  run_stream({{seconds(15), 500}}, 0.2, 1000, true, seed, kStart,
+// A Poisson stream of `phases` from kStart (fixed seed), a fifth of its events repeating one of the last
+// `recent_keys` keys.
+void feed(TimeLimitedFilter& filter, const std::vector<Phase>& phases, std::uint64_t recent_keys,
+          std::uint64_t seed) {
+  run_stream(phases, 0.2, recent_keys, true, seed, kStart,
              [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
 }
 
 TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
-  fill(filter, 71);
+  feed(filter, {{seconds(15), 500}}, 1000, 71);
   CheckpointStore store(filter.image(ImageScope::kFull));
   filter.mark_persisted();
   const TimePoint later = kStart + seconds(15);
@@ -54,7 +57,7 @@ TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
 // and each record's checksum is still verified.
 TEST(TimeLimitedFilter, RestoresFromViewsAskingInAscendingIdOrder) {
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'000));
-  fill(filter, 72);
+  feed(filter, {{seconds(15), 500}}, 1000, 72);
   const CheckpointStore store(filter.image(ImageScope::kFull));
 
   std::vector<std::uint64_t> asked;
@@ -111,8 +114,7 @@ void expect_restores_exactly(TimeLimitedFilter& filter, TimePoint now, Checkpoin
 // image); that every word, the padding included, starts zero is zeroed_words_test's.
 TEST(TimeLimitedFilter, ALargeFilterOfOneSegmentRestoresExactly) {
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 1'600'000));
-  run_stream({{seconds(20), 165'000}}, 0.2, 100'000, true, 97, kStart,
-             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  feed(filter, {{seconds(20), 165'000}}, 100'000, 97);
   const TimePoint end = kStart + seconds(20);
   ASSERT_EQ(filter.segment_count(), 1U);
   ASSERT_GT(filter.stats(end).bits, std::uint64_t{16} << 20);
@@ -130,8 +132,7 @@ TEST(TimeLimitedFilter, ALargeFilterOfOneSegmentRestoresExactly) {
 // segment, gives that up at the first slice of another size, and scatters the segments afterwards.
 TEST(TimeLimitedFilter, ALargeFilterOfSeveralSegmentsRestoresExactly) {
   TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 600'000));
-  run_stream({{seconds(12), 60'000}, {seconds(4), 150'000}}, 0.2, 100'000, true, 96, kStart,
-             [&](std::uint64_t key, TimePoint now) { filter.test_and_insert(key_name(key), now); });
+  feed(filter, {{seconds(12), 60'000}, {seconds(4), 150'000}}, 100'000, 96);
   const TimePoint end = kStart + seconds(16);
   ASSERT_GT(filter.segment_count(), 1U);
   ASSERT_GT(filter.stats(end).bits, std::uint64_t{8} << 20);
