@@ -115,45 +115,53 @@ KafkaSettings read_kafka(const Context& ctx, MapReader& root) {
   return out;
 }
 
-StateSettings read_state(const Context& ctx, MapReader& root) {
-  StateSettings out;
-  const YAML::Node node = root.take("state");
+Duration read_positive_duration(const Context& ctx, const YAML::Node& node, const std::string& key) {
+  const Duration value = detail::read_duration(ctx, node, key);
+  if (value <= Duration::zero()) fail(ctx, node, key, "must be positive");
+  return value;
+}
+
+// The optional top-level mapping `name`: Settings' defaults, with the fields read_fields(section, node, out)
+// finds in the mapping when it is there and not null; any other key in it is an error.
+template <class Settings, class ReadFields>
+Settings read_optional_section(const Context& ctx, MapReader& root, const char* name, ReadFields read_fields) {
+  Settings out;
+  const YAML::Node node = root.take(name);
   if (!node || node.IsNull()) return out;
-  MapReader state(ctx, node, "state");
-  if (const YAML::Node n = state.take("dir")) out.dir = detail::read_string(ctx, n, "state.dir");
-  if (out.dir.empty()) fail(ctx, node, "state.dir", "must not be empty");
-  if (const YAML::Node n = state.take("checkpoint_interval")) {
-    out.checkpoint_interval = detail::read_duration(ctx, n, "state.checkpoint_interval");
-    if (out.checkpoint_interval <= Duration::zero()) fail(ctx, n, "state.checkpoint_interval", "must be positive");
-  }
-  state.finish();
+  MapReader section(ctx, node, name);
+  read_fields(section, node, out);
+  section.finish();
   return out;
+}
+
+StateSettings read_state(const Context& ctx, MapReader& root) {
+  return read_optional_section<StateSettings>(
+      ctx, root, "state", [&](MapReader& state, const YAML::Node& node, StateSettings& out) {
+        if (const YAML::Node n = state.take("dir")) out.dir = detail::read_string(ctx, n, "state.dir");
+        if (out.dir.empty()) fail(ctx, node, "state.dir", "must not be empty");
+        if (const YAML::Node n = state.take("checkpoint_interval")) {
+          out.checkpoint_interval = read_positive_duration(ctx, n, "state.checkpoint_interval");
+        }
+      });
 }
 
 ShutdownSettings read_shutdown(const Context& ctx, MapReader& root) {
-  ShutdownSettings out;
-  const YAML::Node node = root.take("shutdown");
-  if (!node || node.IsNull()) return out;
-  MapReader shutdown(ctx, node, "shutdown");
-  if (const YAML::Node n = shutdown.take("grace_period")) {
-    out.grace_period = detail::read_duration(ctx, n, "shutdown.grace_period");
-    if (out.grace_period <= Duration::zero()) fail(ctx, n, "shutdown.grace_period", "must be positive");
-  }
-  shutdown.finish();
-  return out;
+  return read_optional_section<ShutdownSettings>(
+      ctx, root, "shutdown", [&](MapReader& shutdown, const YAML::Node&, ShutdownSettings& out) {
+        if (const YAML::Node n = shutdown.take("grace_period")) {
+          out.grace_period = read_positive_duration(ctx, n, "shutdown.grace_period");
+        }
+      });
 }
 
 MetricsSettings read_metrics(const Context& ctx, MapReader& root) {
-  MetricsSettings out;
-  const YAML::Node node = root.take("metrics");
-  if (!node || node.IsNull()) return out;
-  MapReader metrics(ctx, node, "metrics");
-  if (const YAML::Node n = metrics.take("listen")) {
-    out.listen = detail::read_string(ctx, n, "metrics.listen");
-    check_listen_address(ctx, n, "metrics.listen", out.listen);
-  }
-  metrics.finish();
-  return out;
+  return read_optional_section<MetricsSettings>(
+      ctx, root, "metrics", [&](MapReader& metrics, const YAML::Node&, MetricsSettings& out) {
+        if (const YAML::Node n = metrics.take("listen")) {
+          out.listen = detail::read_string(ctx, n, "metrics.listen");
+          check_listen_address(ctx, n, "metrics.listen", out.listen);
+        }
+      });
 }
 
 // The fields of one key source, shared by the one-source form of `key` and each entry of `key.parts`.
@@ -296,8 +304,7 @@ PipelineSettings read_pipeline(const Context& ctx, const YAML::Node& node, const
   read_pipeline_topics(ctx, p, out);
   out.key = read_key(ctx, p.require("key"), p.path_of("key"));
   const YAML::Node ttl = p.require("ttl");
-  out.ttl = detail::read_duration(ctx, ttl, p.path_of("ttl"));
-  if (out.ttl <= Duration::zero()) fail(ctx, ttl, p.path_of("ttl"), "must be positive");
+  out.ttl = read_positive_duration(ctx, ttl, p.path_of("ttl"));
   if (const YAML::Node n = p.take("time")) {
     out.time = static_cast<TimeSource>(detail::read_choice(ctx, n, p.path_of("time"), {"event", "processing"}));
   }

@@ -45,7 +45,8 @@ bool AgePartitionedFilter::test_and_insert(KeyHash key, TimePoint) {
   return present;
 }
 
-// b.4: drop the oldest slice, push a cleared one at the front with the next hash index down.
+// The shift after each generation: drop the oldest slice, push a cleared one at the front with the next hash
+// index down, so the k slices an insertion writes keep hash indexes k-1 .. 0 from newest to oldest.
 void AgePartitionedFilter::shift() {
   dropped_slice_ids_.push_back(slices_.back().id);
   slices_.pop_back();
@@ -102,6 +103,7 @@ void AgePartitionedFilter::mark_persisted() {
 }
 
 std::unique_ptr<Filter> AgePartitionedFilter::restore(const Record& meta, const SliceViews& lookup) {
+  expect_meta_record(meta, FilterType::kAgePartitioned);
   ByteReader r(meta.payload);
   std::unique_ptr<AgePartitionedFilter> f(new AgePartitionedFilter(Restored{}));
   f->params_.k = r.u32("k");

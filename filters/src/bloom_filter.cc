@@ -116,12 +116,6 @@ void PartitionedBloom::restore_insertions(std::uint64_t insertions) {
   insertions_ = insertions;
 }
 
-void expect_meta_record(const Record& meta, FilterType type) {
-  if (meta.kind != RecordKind::kMeta || meta.type != type || meta.slice_id != 0) {
-    throw FormatError(std::string("record is not the metadata of a ") + filter_type_name(type) + " filter");
-  }
-}
-
 }  // namespace detail
 
 namespace {
@@ -162,7 +156,7 @@ BloomFilter::BloomFilter(std::unique_ptr<PartitionedBloom> bits) : bits_(std::mo
 BloomFilter::~BloomFilter() = default;
 
 std::unique_ptr<Filter> BloomFilter::restore(const Record& meta, const SliceViews& lookup) {
-  detail::expect_meta_record(meta, FilterType::kBloom);
+  expect_meta_record(meta, FilterType::kBloom);
   ByteReader in(meta.payload);
   const BloomGeometry geometry = BloomGeometry::read(in, kMaxBits);
   const std::uint64_t insertions = in.u64("bloom insertions");
@@ -203,10 +197,7 @@ std::string BloomFilter::meta_payload() const {
 }
 
 FilterImage BloomFilter::image(ImageScope scope) const {
-  FilterImage image;
-  image.meta = encode_record(RecordKind::kMeta, FilterType::kBloom, 0, meta_payload());
-  bits_->words().append_pages(FilterType::kBloom, scope, image);
-  return image;
+  return bits_->words().image(FilterType::kBloom, scope, meta_payload());
 }
 
 void BloomFilter::mark_persisted() { bits_->words().mark_clean(); }

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "cell_estimates.h"
 #include "paged_words.h"
 
 namespace bloomgate::filters {
@@ -26,7 +27,6 @@ constexpr std::uint64_t kSlots = 15;
 constexpr std::uint64_t kFreshTicks = 2;  // a cell written at most this many ticks ago is fresh
 constexpr std::uint64_t kSweepDeadlineTicks = 6;
 constexpr double kLiveTtls = 1.5;  // keys live at the end of a tick, in units of expected_per_ttl
-constexpr std::uint32_t kMaxProbes = 64;
 constexpr std::uint64_t kMaxWords = std::uint64_t{1} << 30;
 
 std::uint64_t words_for(std::uint64_t cells) { return (cells + kCellsPerWord - 1) / kCellsPerWord; }
@@ -51,15 +51,13 @@ std::uint64_t sweep_budget(std::uint64_t words, std::uint64_t expected_per_ttl) 
 }
 
 // Throws std::invalid_argument when the options ask for more memory than the cap.
-std::pair<std::uint64_t, std::uint32_t> size_for(std::uint64_t expected_per_ttl, double error_rate) {
+detail::CellSizing size_for(std::uint64_t expected_per_ttl, double error_rate) {
   const double live = kLiveTtls * static_cast<double>(std::max<std::uint64_t>(expected_per_ttl, 1));
-  const double ln2 = std::log(2.0);
-  const double cells = std::ceil(-live * std::log(error_rate) / (ln2 * ln2));
-  if (!(cells >= 1.0) || cells > static_cast<double>(kMaxWords * kCellsPerWord)) {
+  const auto sizing = detail::standard_sizing(live, error_rate, kMaxWords * kCellsPerWord);
+  if (!sizing) {
     throw std::invalid_argument("continuous filter: expected_per_ttl and error_rate need more than 8 GiB of cells");
   }
-  const double probes = std::clamp(std::round(ln2 * cells / live), 1.0, static_cast<double>(kMaxProbes));
-  return {static_cast<std::uint64_t>(cells), static_cast<std::uint32_t>(probes)};
+  return *sizing;
 }
 
 SliceStats page_slice_stats(std::size_t page, std::uint64_t page_cells, std::uint64_t fresh) {
@@ -68,12 +66,6 @@ SliceStats page_slice_stats(std::size_t page, std::uint64_t page_cells, std::uin
   slice.bits = kCellBits * page_cells;
   slice.fill_ratio = static_cast<double>(fresh) / static_cast<double>(page_cells);
   return slice;
-}
-
-// Distinct keys behind a fill ratio (Swamidass and Baldi), the standard Bloom estimate.
-double estimated_elements(double fill, std::uint64_t cells, std::uint32_t probes) {
-  if (fill >= 1.0) return static_cast<double>(cells);
-  return -static_cast<double>(cells) / static_cast<double>(probes) * std::log1p(-fill);
 }
 
 void require(bool condition, const char* what) {
@@ -124,19 +116,38 @@ void check_parameters(const StoredMeta& m) {
   require(m.ttl_nanos > 0, "ttl is not positive");
   require(m.refresh_on_duplicate <= 1 && m.seen <= 1, "flag is neither 0 nor 1");
   require(m.cells >= 1 && m.probes >= 1, "no cells or no probes");
-  std::pair<std::uint64_t, std::uint32_t> sizing;
+  detail::CellSizing sizing{};
   try {
     sizing = size_for(m.expected_per_ttl, m.error_rate);
   } catch (const std::invalid_argument&) {
     throw FormatError("continuous filter metadata: filter exceeds the memory cap");
   }
-  require(sizing.first == m.cells && sizing.second == m.probes,
+  require(sizing.cells == m.cells && sizing.probes == m.probes,
           "cells or probes do not match expected_per_ttl and error_rate");
   require(m.words == words_for(m.cells), "word count does not match the cell count");
   require(m.sweep_cursor < m.words, "sweep cursor past the last word");
 }
 
 }  // namespace
+
+// The metadata payload read_meta() reads.
+std::string ContinuousFilter::meta_payload() const {
+  ByteWriter w;
+  w.u64(cells_);
+  w.u32(probes_);
+  w.u64(expected_per_ttl_);
+  w.f64(error_rate_);
+  w.i64(ttl_.count());
+  w.u8(refresh_on_duplicate_ ? 1 : 0);
+  w.u8(seen_ ? 1 : 0);
+  w.i64(to_epoch_nanos(epoch_));
+  w.i64(to_epoch_nanos(latest_));
+  w.u64(tick_);
+  w.u64(sweep_cursor_);
+  w.u64(pass_start_tick_);
+  w.u64(words_->size());
+  return w.take();
+}
 
 ContinuousFilter::Config ContinuousFilter::config_for(const FilterOptions& options) {
   const auto [cells, probes] = size_for(options.expected_per_ttl, options.error_rate);
@@ -292,44 +303,18 @@ FilterStats ContinuousFilter::stats(TimePoint now) const {
     stats.slice_stats.push_back(page_slice_stats(p, page_cells, page_fresh));
   }
   const double fill = static_cast<double>(fresh_total) / static_cast<double>(cells_);
-  const double elements = estimated_elements(fill, cells_, probes_);
-  stats.elements = static_cast<std::uint64_t>(std::llround(elements));
-  stats.bits_per_element =
-      stats.elements > 0 ? static_cast<double>(stats.bits) / static_cast<double>(stats.elements) : 0.0;
-  stats.estimated_fpr = std::pow(fill, probes_);
+  detail::set_fill_estimates(stats, fill, cells_, probes_);
   return stats;
 }
 
-std::string ContinuousFilter::meta_payload() const {
-  ByteWriter w;
-  w.u64(cells_);
-  w.u32(probes_);
-  w.u64(expected_per_ttl_);
-  w.f64(error_rate_);
-  w.i64(ttl_.count());
-  w.u8(refresh_on_duplicate_ ? 1 : 0);
-  w.u8(seen_ ? 1 : 0);
-  w.i64(to_epoch_nanos(epoch_));
-  w.i64(to_epoch_nanos(latest_));
-  w.u64(tick_);
-  w.u64(sweep_cursor_);
-  w.u64(pass_start_tick_);
-  w.u64(words_->size());
-  return w.take();
-}
-
 FilterImage ContinuousFilter::image(ImageScope scope) const {
-  FilterImage image;
-  image.meta = encode_record(RecordKind::kMeta, FilterType::kContinuous, 0, meta_payload());
-  words_->append_pages(FilterType::kContinuous, scope, image);
-  return image;
+  return words_->image(FilterType::kContinuous, scope, meta_payload());
 }
 
 void ContinuousFilter::mark_persisted() { words_->mark_clean(); }
 
 std::unique_ptr<Filter> ContinuousFilter::restore(const Record& meta, const SliceViews& lookup) {
-  require(meta.kind == RecordKind::kMeta && meta.type == FilterType::kContinuous && meta.slice_id == 0,
-          "not a continuous filter metadata record");
+  expect_meta_record(meta, FilterType::kContinuous);
   const StoredMeta stored = read_meta(meta.payload);
   check_parameters(stored);
   PagedWords::require_last_page(FilterType::kContinuous, stored.words, lookup);

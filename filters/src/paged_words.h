@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bloomgate/filters/filter.h"
@@ -36,14 +37,18 @@ class PagedWords {
 
   std::uint64_t popcount() const noexcept { return popcount_words(words_.data(), words_.size()); }
 
-  // Appends one slice record per page (all pages, or only dirty ones) to `image`.
-  void append_pages(FilterType type, ImageScope scope, FilterImage& image) const {
+  // The image of a filter whose cells are these words: its metadata record around `meta_payload`, then one
+  // slice record per page (all pages, or only dirty ones).
+  FilterImage image(FilterType type, ImageScope scope, std::string_view meta_payload) const {
+    FilterImage image;
+    image.meta = encode_record(RecordKind::kMeta, type, 0, meta_payload);
     for (std::size_t p = 0; p < pages(); ++p) {
       if (scope == ImageScope::kChangedSinceLastPersist && !dirty_[p]) continue;
       ByteWriter w;
       w.words(page(p));
       image.slices.push_back({p + 1, encode_record(RecordKind::kSlice, type, p + 1, w.take())});
     }
+    return image;
   }
 
   // Reads every page back through `lookup`; throws FormatError when one is missing or malformed.

@@ -134,7 +134,4 @@ class PartitionedBloom {
   std::uint64_t insertions_ = 0;
 };
 
-// Throws FormatError unless `meta` is the metadata record of a filter of `type`.
-void expect_meta_record(const Record& meta, FilterType type);
-
 }  // namespace bloomgate::filters::detail

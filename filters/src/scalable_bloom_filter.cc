@@ -166,7 +166,7 @@ ScalableBloomFilter::ScalableBloomFilter(const Parameters& parameters, std::vect
 ScalableBloomFilter::~ScalableBloomFilter() = default;
 
 std::unique_ptr<Filter> ScalableBloomFilter::restore(const Record& meta, const SliceViews& lookup) {
-  detail::expect_meta_record(meta, FilterType::kScalable);
+  expect_meta_record(meta, FilterType::kScalable);
   ByteReader in(meta.payload);
   const Parameters parameters = read_parameters(in);
   const std::vector<SubFilterMeta> metas = read_sub_filter_metas(parameters, in);

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "cell_estimates.h"
 #include "paged_words.h"
 
 namespace bloomgate::filters {
@@ -37,24 +38,16 @@ std::uint64_t counter_shift(std::uint64_t index) { return kCounterBits * (index 
 // Throws std::invalid_argument when the options ask for more memory than the cap.
 std::pair<std::uint64_t, std::uint32_t> size_for(std::uint64_t expected, double error_rate) {
   const double keys = static_cast<double>(std::max<std::uint64_t>(expected, 1));
-  const double ln2 = std::log(2.0);
-  const double counters = std::ceil(-keys * std::log(error_rate) / (ln2 * ln2));
-  if (!(counters >= 1.0) || counters > static_cast<double>(kMaxCountersPerTable)) {
+  const auto sizing = detail::standard_sizing(keys, error_rate, kMaxCountersPerTable);
+  if (!sizing) {
     throw std::invalid_argument("spectral filter: expected_per_ttl and error_rate need more than 4 GiB of counters");
   }
-  const double probes = std::clamp(std::round(ln2 * counters / keys), 1.0, static_cast<double>(kMaxProbes));
-  return {static_cast<std::uint64_t>(counters), static_cast<std::uint32_t>(probes)};
+  return {sizing->cells, sizing->probes};
 }
 
 bool known_mode(std::uint8_t mode) {
   return mode >= static_cast<std::uint8_t>(SpectralMode::kMinimumSelection) &&
          mode <= static_cast<std::uint8_t>(SpectralMode::kRecurringMinimum);
-}
-
-// Distinct keys behind a fill ratio (Swamidass and Baldi), the standard Bloom estimate.
-double estimated_elements(double fill, std::uint64_t counters, std::uint32_t probes) {
-  if (fill >= 1.0) return static_cast<double>(counters);
-  return -static_cast<double>(counters) / static_cast<double>(probes) * std::log1p(-fill);
 }
 
 void require(bool condition, const char* what) {
@@ -93,6 +86,22 @@ StoredMeta read_meta(std::string_view payload) {
 }
 
 }  // namespace
+
+// The metadata payload read_meta() reads.
+std::string SpectralFilter::meta_payload() const {
+  ByteWriter w;
+  w.u8(static_cast<std::uint8_t>(mode_));
+  w.u64(expected_);
+  w.f64(error_rate_);
+  w.u64(primary_.counters);
+  w.u32(primary_.probes);
+  w.u64(secondary_.counters);
+  w.u32(secondary_.probes);
+  w.u8(seen_ ? 1 : 0);
+  w.i64(to_epoch_nanos(latest_));
+  w.u64(words_->size());
+  return w.take();
+}
 
 // A key's distinct counter indices in one table, ascending.
 struct SpectralFilter::Positions {
@@ -267,41 +276,18 @@ FilterStats SpectralFilter::stats(TimePoint /*now*/) const {
   }
   const double fill =
       static_cast<double>(nonzero_counters(0, primary_.counters)) / static_cast<double>(primary_.counters);
-  const double elements = estimated_elements(fill, primary_.counters, primary_.probes);
-  stats.elements = static_cast<std::uint64_t>(std::llround(elements));
-  stats.bits_per_element =
-      stats.elements > 0 ? static_cast<double>(stats.bits) / static_cast<double>(stats.elements) : 0.0;
-  stats.estimated_fpr = std::pow(fill, primary_.probes);
+  detail::set_fill_estimates(stats, fill, primary_.counters, primary_.probes);
   return stats;
 }
 
-std::string SpectralFilter::meta_payload() const {
-  ByteWriter w;
-  w.u8(static_cast<std::uint8_t>(mode_));
-  w.u64(expected_);
-  w.f64(error_rate_);
-  w.u64(primary_.counters);
-  w.u32(primary_.probes);
-  w.u64(secondary_.counters);
-  w.u32(secondary_.probes);
-  w.u8(seen_ ? 1 : 0);
-  w.i64(to_epoch_nanos(latest_));
-  w.u64(words_->size());
-  return w.take();
-}
-
 FilterImage SpectralFilter::image(ImageScope scope) const {
-  FilterImage image;
-  image.meta = encode_record(RecordKind::kMeta, FilterType::kSpectral, 0, meta_payload());
-  words_->append_pages(FilterType::kSpectral, scope, image);
-  return image;
+  return words_->image(FilterType::kSpectral, scope, meta_payload());
 }
 
 void SpectralFilter::mark_persisted() { words_->mark_clean(); }
 
 std::unique_ptr<Filter> SpectralFilter::restore(const Record& meta, const SliceViews& lookup) {
-  require(meta.kind == RecordKind::kMeta && meta.type == FilterType::kSpectral && meta.slice_id == 0,
-          "not a spectral filter metadata record");
+  expect_meta_record(meta, FilterType::kSpectral);
   const StoredMeta stored = read_meta(meta.payload);
   require(known_mode(stored.mode), "unknown mode");
   require(stored.expected >= 1, "expected is 0");

@@ -20,6 +20,8 @@ const std::string kMinimal =
     "    output: orders-unique\n"
     "    key: { from: message_key }\n"
     "    ttl: 10m\n";
+// Its pipelines, for a test that writes its own kafka section before them.
+const std::string kMinimalPipelines = kMinimal.substr(kMinimal.find("pipelines:"));
 
 TEST(Config, TheDocumentedExampleIsAccepted) {
   const Config c = load_config(BLOOMGATE_SOURCE_DIR "/config/examples/bloomgate.yaml", fake_secrets());
@@ -59,7 +61,7 @@ TEST(Config, SecretsAreSubstitutedAndNeverRendered) {
       "    sasl.password: ${env:KAFKA_PASSWORD}\n"
       "    sasl.jaas.config: ${file:/run/secrets/jaas}\n"
       "    security.protocol: sasl_ssl\n" +
-      kMinimal.substr(kMinimal.find("pipelines:")));
+      kMinimalPipelines);
   EXPECT_EQ(c.kafka.brokers, "b1:9092,b2:9092");
   EXPECT_EQ(c.kafka.properties.at("sasl.password"), "hunter2");
   const std::string rendered = render_effective(c);
@@ -109,10 +111,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"deeply_indented", "kafka:\n" + std::string(300, ' ') + "brokers: x\n",
                   "bloomgate.yaml:2:257: nesting is too deep (more than 256 columns of indentation)"},
         BadConfig{"inline_secret", "kafka:\n  brokers: k:9092\n  properties:\n    sasl.password: hunter2\n" +
-                                        kMinimal.substr(kMinimal.find("pipelines:")),
+                                        kMinimalPipelines,
                   "bloomgate.yaml:4:20: kafka.properties.sasl.password: is a secret and must not be written inline: "
                   "use ${env:NAME} or ${file:/path}"},
-        BadConfig{"missing_env", "kafka:\n  brokers: ${env:NOPE}\n" + kMinimal.substr(kMinimal.find("pipelines:")),
+        BadConfig{"missing_env", "kafka:\n  brokers: ${env:NOPE}\n" + kMinimalPipelines,
                   "bloomgate.yaml:2:12: kafka.brokers: environment variable NOPE is not set"},
         BadConfig{"duplicate_names",
                   kMinimal + "  - name: orders\n    input: [other]\n    output: o2\n    key: {from: value}\n    ttl: 1m\n",
@@ -126,42 +128,42 @@ INSTANTIATE_TEST_SUITE_P(
                   "bloomgate.yaml:3:43: pipelines[0].key.pointer: is required"},
         BadConfig{"bad_topic", "kafka: {brokers: k:9092}\npipelines:\n  - {name: a, input: [\"bad topic\"], output: y, key: {from: value}, ttl: 1m}\n",
                   "bloomgate.yaml:3:23: pipelines[0].input[0]: \"bad topic\" is not a valid topic name (1 to 249 of a-z A-Z 0-9 . _ -)"},
-        BadConfig{"bad_listen", "kafka: {brokers: k:9092}\nmetrics: {listen: localhost}\n" + kMinimal.substr(kMinimal.find("pipelines:")),
+        BadConfig{"bad_listen", "kafka: {brokers: k:9092}\nmetrics: {listen: localhost}\n" + kMinimalPipelines,
                   "bloomgate.yaml:2:19: metrics.listen: \"localhost\" is not host:port with a port from 0 (any free port) to 65535"},
         BadConfig{"zero_grace_period", "shutdown: {grace_period: 0s}\n" + kMinimal,
                   "bloomgate.yaml:1:26: shutdown.grace_period: must be positive"},
         BadConfig{"embedded_partitions_zero", "kafka: {brokers: embedded, embedded_partitions: 0}\n" +
-                                                  kMinimal.substr(kMinimal.find("pipelines:")),
+                                                  kMinimalPipelines,
                   "bloomgate.yaml:1:49: kafka.embedded_partitions: must be from 1 to 1000"},
         BadConfig{"no_pipelines", "kafka: {brokers: k:9092}\npipelines: []\n",
                   "bloomgate.yaml:2:12: pipelines: expected a list of at least one pipeline"},
         BadConfig{"zero_ttl", "kafka: {brokers: k:9092}\npipelines:\n  - {name: a, input: [x], output: y, key: {from: value}, ttl: 0s}\n",
                   "bloomgate.yaml:3:63: pipelines[0].ttl: must be positive"},
         BadConfig{"bootstrap_property", "kafka:\n  brokers: k:9092\n  properties: {bootstrap.servers: x}\n" +
-                                            kMinimal.substr(kMinimal.find("pipelines:")),
+                                            kMinimalPipelines,
                   "bloomgate.yaml:3:16: kafka.properties.bootstrap.servers: is set by bloomgate: use kafka.brokers, "
                   "kafka.group_id or kafka.instance_name"},
         BadConfig{"unknown_guarantee", "kafka:\n  brokers: k:9092\n  guarantee: exactly-once\n" +
-                                           kMinimal.substr(kMinimal.find("pipelines:")),
+                                           kMinimalPipelines,
                   "bloomgate.yaml:3:14: kafka.guarantee: \"exactly-once\" is not one of: at_least_once, exactly_once"},
         BadConfig{"exactly_once_without_instance", "kafka:\n  brokers: k:9092\n  guarantee: exactly_once\n" +
-                                                       kMinimal.substr(kMinimal.find("pipelines:")),
+                                                       kMinimalPipelines,
                   "bloomgate.yaml:3:14: kafka.guarantee: exactly_once needs kafka.instance_name: the transactional.id "
                   "is derived from it"},
         // Found by fuzz/config_fuzzer (a use after free while the properties were read); kept as a regression case.
         BadConfig{"null_property_name", "kafka:\n  brokers: a\n  properties:\n    : m\n    da: x\n" +
-                                            kMinimal.substr(kMinimal.find("pipelines:")),
+                                            kMinimalPipelines,
                   "bloomgate.yaml:4:5: kafka.properties: a property name must be a string"},
         BadConfig{"list_as_property_name", "kafka:\n  brokers: a\n  properties:\n    ? [a]\n    : b\n    c: d\n" +
-                                               kMinimal.substr(kMinimal.find("pipelines:")),
+                                               kMinimalPipelines,
                   "bloomgate.yaml:4:7: kafka.properties: a property name must be a string"},
         // Found by fuzz/config_fuzzer: yaml-cpp writes a byte that is not UTF-8 back as U+FFFD.
-        BadConfig{"not_utf8", "kafka:\n  brokers: k\xa0:9092\n" + kMinimal.substr(kMinimal.find("pipelines:")),
+        BadConfig{"not_utf8", "kafka:\n  brokers: k\xa0:9092\n" + kMinimalPipelines,
                   "bloomgate.yaml:2:13: the file is not UTF-8 text (YAML must be)"},
-        BadConfig{"truncated_utf8_sequence", "kafka:\n  brokers: \xc3\n" + kMinimal.substr(kMinimal.find("pipelines:")),
+        BadConfig{"truncated_utf8_sequence", "kafka:\n  brokers: \xc3\n" + kMinimalPipelines,
                   "bloomgate.yaml:2:12: the file is not UTF-8 text (YAML must be)"},
         BadConfig{"transactional_id_property", "kafka:\n  brokers: k:9092\n  properties: {transactional.id: x}\n" +
-                                                   kMinimal.substr(kMinimal.find("pipelines:")),
+                                                   kMinimalPipelines,
                   "bloomgate.yaml:3:16: kafka.properties.transactional.id: is set by bloomgate: use kafka.guarantee: "
                   "exactly_once and kafka.instance_name"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
@@ -169,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Config, TheGuaranteeIsAtLeastOnceUnlessExactlyOnceIsAskedFor) {
   EXPECT_EQ(parse(kMinimal).kafka.guarantee, Guarantee::kAtLeastOnce);
   const Config config = parse("kafka:\n  brokers: k:9092\n  group_id: dedup\n  instance_name: node-1\n"
-                              "  guarantee: exactly_once\n" + kMinimal.substr(kMinimal.find("pipelines:")));
+                              "  guarantee: exactly_once\n" + kMinimalPipelines);
   EXPECT_EQ(config.kafka.guarantee, Guarantee::kExactlyOnce);
   EXPECT_EQ(transactional_id(config.kafka), "dedup.node-1");
   EXPECT_NE(render_effective(config).find("guarantee: exactly_once"), std::string::npos);
@@ -179,7 +181,7 @@ TEST(Config, RolePrefixedPropertiesReachOnlyTheirRole) {
   const Config c = parse("kafka:\n  brokers: k:9092\n  properties:\n    socket.timeout.ms: 30000\n"
                          "    consumer.fetch.wait.max.ms: 50\n    consumer.socket.timeout.ms: 45000\n"
                          "    producer.linger.ms: 20\n    producer.sasl.password: ${env:KAFKA_PASSWORD}\n" +
-                         kMinimal.substr(kMinimal.find("pipelines:")));
+                         kMinimalPipelines);
   using Map = std::map<std::string, std::string>;
   EXPECT_EQ(properties_for(c.kafka, ClientRole::kConsumer),
             (Map{{"fetch.wait.max.ms", "50"}, {"socket.timeout.ms", "45000"}}));
@@ -193,16 +195,15 @@ TEST(Config, RolePrefixedPropertiesReachOnlyTheirRole) {
 }
 
 TEST(Config, RolePrefixedPropertiesFollowTheRulesOfThePropertyTheyName) {
-  const std::string pipelines = kMinimal.substr(kMinimal.find("pipelines:"));
-  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties: {consumer.group.id: x}\n" + pipelines),
+  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties: {consumer.group.id: x}\n" + kMinimalPipelines),
             "bloomgate.yaml:3:16: kafka.properties.consumer.group.id: is set by bloomgate: use kafka.brokers, "
             "kafka.group_id or kafka.instance_name");
-  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties: {producer.transactional.id: x}\n" + pipelines),
+  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties: {producer.transactional.id: x}\n" + kMinimalPipelines),
             "bloomgate.yaml:3:16: kafka.properties.producer.transactional.id: is set by bloomgate: use "
             "kafka.guarantee: exactly_once and kafka.instance_name");
-  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties:\n    producer.: x\n" + pipelines),
+  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties:\n    producer.: x\n" + kMinimalPipelines),
             "bloomgate.yaml:4:5: kafka.properties.producer.: names no property after its role prefix");
-  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties:\n    producer.ssl.key.password: secret\n" + pipelines),
+  EXPECT_EQ(error_of("kafka:\n  brokers: k:9092\n  properties:\n    producer.ssl.key.password: secret\n" + kMinimalPipelines),
             "bloomgate.yaml:4:32: kafka.properties.producer.ssl.key.password: is a secret and must not be written "
             "inline: use ${env:NAME} or ${file:/path}");
 }
@@ -225,7 +226,7 @@ TEST(Config, WorkersAreAutoUnlessCounted) {
 
 TEST(Config, Utf8TextIsReadAndRenderedAsItIs) {
   const Config c = parse("kafka:\n  brokers: k:9092\n  properties: {client.rack: \"gr\xc3\xbc\xc3\x9f\xe2\x82\xac\"}\n" +
-                         kMinimal.substr(kMinimal.find("pipelines:")));
+                         kMinimalPipelines);
   EXPECT_EQ(c.kafka.properties.at("client.rack"), "gr\xc3\xbc\xc3\x9f\xe2\x82\xac");
   EXPECT_EQ(render_effective(parse(render_effective(c))), render_effective(c));
 }
@@ -233,7 +234,7 @@ TEST(Config, Utf8TextIsReadAndRenderedAsItIs) {
 // Found by fuzz/config_fuzzer: yaml-cpp wrote "k:9092   \r" plain, and it read back without its spaces.
 TEST(Config, StringsWithControlCharactersRenderQuotedAndReadBack) {
   const Config c = parse("kafka:\n  brokers: \"k:9092   \\r\"\n  properties: {\"client.\\tid\": \"a\\u0001b\"}\n" +
-                         kMinimal.substr(kMinimal.find("pipelines:")));
+                         kMinimalPipelines);
   EXPECT_EQ(c.kafka.brokers, "k:9092   \r");
   EXPECT_EQ(c.kafka.properties.at("client.\tid"), "a\x01" "b");
   const std::string rendered = render_effective(c);

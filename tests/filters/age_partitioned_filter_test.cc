@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
@@ -16,11 +17,7 @@ using testing::key_name;
 const TimePoint kNow = from_epoch_millis(1'700'000'000'000);
 
 FilterOptions apbf_options(double error_rate, std::uint64_t window) {
-  FilterOptions o;
-  o.type = FilterType::kAgePartitioned;
-  o.error_rate = error_rate;
-  o.window = window;
-  return o;
+  return testing::options_for(FilterType::kAgePartitioned, error_rate, window);
 }
 
 TEST(AgePartitionedFilter, SizingFollowsTheWindow) {

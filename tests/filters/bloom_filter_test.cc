@@ -1,5 +1,5 @@
-// Unit tests of the classic (partitioned) Bloom filter: sizing, false negatives, measured FPR, persistence
-// and rejection of corrupt records.
+// Unit tests of the classic (partitioned) Bloom filter: sizing, false negatives, measured FPR and
+// persistence (corrupt records are corruption_test.cc's).
 //
 // Keys are deterministic strings built from the fixed seed kSeed and a counter, so every run inserts and
 // queries the same keys and prints the same figures. No test measures time.
@@ -10,8 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
-#include <limits>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -19,16 +17,15 @@
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
 namespace {
 
 using testing::CheckpointStore;
-using testing::double_bits;
-using testing::edited;
+using testing::expect_equal_stats;
 using testing::measured_fpr;
-using testing::put_le;
 
 constexpr TimePoint kNow{};  // the filter ignores time
 constexpr std::uint64_t kSeed = 0x5eed0001;
@@ -36,30 +33,7 @@ constexpr std::uint64_t kSeed = 0x5eed0001;
 std::string key(std::string_view kind, std::uint64_t i) { return testing::seeded_key(kind, kSeed, i); }
 
 FilterOptions bloom_options(std::uint64_t capacity, double error_rate) {
-  FilterOptions options;
-  options.type = FilterType::kBloom;
-  options.expected_per_ttl = capacity;
-  options.error_rate = error_rate;
-  return options;
-}
-
-// Metadata payload offsets, as documented in bloom_filter.h.
-constexpr std::size_t kCapacityAt = 0;
-constexpr std::size_t kErrorAt = 8;
-constexpr std::size_t kProbesAt = 16;
-constexpr std::size_t kSliceBitsAt = 20;
-constexpr std::size_t kInsertionsAt = 28;
-constexpr std::size_t kMetaPayloadSize = 36;
-
-void expect_equal_stats(const Filter& a, const Filter& b) {
-  const FilterStats sa = a.stats(kNow);
-  const FilterStats sb = b.stats(kNow);
-  EXPECT_EQ(sa.k, sb.k);
-  EXPECT_EQ(sa.slices, sb.slices);
-  EXPECT_EQ(sa.bits, sb.bits);
-  EXPECT_EQ(sa.elements, sb.elements);
-  EXPECT_EQ(sa.target_fpr, sb.target_fpr);
-  EXPECT_EQ(sa.estimated_fpr, sb.estimated_fpr);
+  return testing::options_for(FilterType::kBloom, error_rate, capacity);
 }
 
 TEST(BloomFilter, SizingFollowsTheFormula) {
@@ -167,16 +141,14 @@ TEST(BloomFilter, FullImageRoundTrips) {
   const auto restored = store.restore();
   ASSERT_EQ(restored->type(), FilterType::kBloom);
   for (std::uint64_t i = 0; i < 50'000; ++i) ASSERT_TRUE(restored->contains(key("present", i), kNow)) << i;
-  expect_equal_stats(filter, *restored);
+  expect_equal_stats(kNow, filter, *restored);
   for (std::uint64_t i = 0; i < 10'000; ++i) {
     ASSERT_EQ(filter.test_and_insert(key("later", i), kNow),
               restored->test_and_insert(key("later", i), kNow));
   }
-  expect_equal_stats(filter, *restored);
+  expect_equal_stats(kNow, filter, *restored);
   // Restored pages are as durable as the store they came from.
-  EXPECT_TRUE(BloomFilter::restore(decode_single_record(store.meta()), store.lookup())
-                  ->image(ImageScope::kChangedSinceLastPersist)
-                  .slices.empty());
+  EXPECT_TRUE(store.restore()->image(ImageScope::kChangedSinceLastPersist).slices.empty());
 }
 
 TEST(BloomFilter, CheckpointWritesOnlyDirtyPages) {
@@ -203,92 +175,7 @@ TEST(BloomFilter, CheckpointWritesOnlyDirtyPages) {
   filter.mark_persisted();
   const auto restored = store.restore();
   EXPECT_TRUE(restored->contains("one more key", kNow));
-  expect_equal_stats(filter, *restored);
-}
-
-class BloomFilterCorruption : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (std::uint64_t i = 0; i < 500; ++i) filter_.test_and_insert(key("present", i), kNow);
-    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
-    ASSERT_EQ(store_.slices().size(), 1U);  // a 1000-key filter at 1e-3 fits in one page
-  }
-  void expect_rejected_meta(const std::string& meta) const {
-    EXPECT_THROW(BloomFilter::restore(decode_single_record(meta), store_.lookup()), FormatError);
-  }
-  void expect_rejected_meta_field(std::size_t offset, std::uint64_t value, std::size_t width) const {
-    expect_rejected_meta(edited(store_.meta(), [&](std::string& p) { put_le(p, offset, value, width); }));
-  }
-  void expect_rejected_page(const std::optional<std::string>& page) const {
-    EXPECT_THROW(store_.with_slice(1, page).restore(), FormatError);
-  }
-
-  BloomFilter filter_{bloom_options(1000, 1e-3)};
-  CheckpointStore store_;
-};
-
-TEST_F(BloomFilterCorruption, IntactStoreRestores) { EXPECT_NO_THROW(store_.restore()); }
-
-TEST_F(BloomFilterCorruption, TruncatedOrPaddedMetaIsRejected) {
-  ASSERT_EQ(decode_single_record(store_.meta()).payload.size(), kMetaPayloadSize);
-  for (std::size_t length = 0; length < kMetaPayloadSize; ++length) {
-    expect_rejected_meta(edited(store_.meta(), [&](std::string& p) { p.resize(length); }));
-  }
-  expect_rejected_meta(edited(store_.meta(), [](std::string& p) { p.push_back('\0'); }));
-  std::string cut = store_.meta();
-  cut.pop_back();
-  EXPECT_THROW(decode_single_record(cut), FormatError);
-}
-
-TEST_F(BloomFilterCorruption, ImpossibleMetaFieldsAreRejected) {
-  expect_rejected_meta_field(kCapacityAt, 0, 8);
-  expect_rejected_meta_field(kErrorAt, double_bits(0.0), 8);
-  expect_rejected_meta_field(kErrorAt, double_bits(1.0), 8);
-  expect_rejected_meta_field(kErrorAt, double_bits(std::numeric_limits<double>::quiet_NaN()), 8);
-  expect_rejected_meta_field(kProbesAt, 0, 4);
-  expect_rejected_meta_field(kProbesAt, 65, 4);
-  expect_rejected_meta_field(kProbesAt, 9, 4);  // the pages no longer have the size the metadata implies
-  expect_rejected_meta_field(kSliceBitsAt, 0, 8);
-  expect_rejected_meta_field(kSliceBitsAt, 100, 8);
-  expect_rejected_meta_field(kSliceBitsAt, std::uint64_t{1} << 60, 8);
-  // Same 640 words, so the page fits, but not the sizing of n = 1000, P = 1e-3 (k = 10, 4096-bit slices).
-  expect_rejected_meta(edited(store_.meta(), [](std::string& p) {
-    put_le(p, kProbesAt, 5, 4);
-    put_le(p, kSliceBitsAt, 8192, 8);
-  }));
-  expect_rejected_meta_field(kCapacityAt, 5000, 8);  // would need larger slices
-  // More insertions than bits; bits set by no insertion; 10 keys cannot set ~5000 bits.
-  expect_rejected_meta_field(kInsertionsAt, std::uint64_t{1} << 62, 8);
-  expect_rejected_meta_field(kInsertionsAt, 0, 8);
-  expect_rejected_meta_field(kInsertionsAt, 10, 8);
-}
-
-TEST_F(BloomFilterCorruption, CorruptSizeFailsBeforeAllocating) {
-  // Claims a 16 GiB filter; the missing last page is found before anything that size is allocated.
-  expect_rejected_meta_field(kSliceBitsAt, (BloomFilter::kMaxBits / 10) & ~std::uint64_t{63}, 8);
-}
-
-TEST_F(BloomFilterCorruption, WrongRecordKindOrTypeIsRejected) {
-  const Record meta = decode_single_record(store_.meta());
-  expect_rejected_meta(encode_record(RecordKind::kMeta, FilterType::kScalable, 0, meta.payload));
-  expect_rejected_meta(encode_record(RecordKind::kSlice, FilterType::kBloom, 0, meta.payload));
-  expect_rejected_meta(encode_record(RecordKind::kMeta, FilterType::kBloom, 1, meta.payload));
-}
-
-TEST_F(BloomFilterCorruption, BadPagesAreRejected) {
-  const std::string& page = store_.slices().at(1);
-  const Record rec = decode_single_record(page);
-  expect_rejected_page(std::nullopt);
-  expect_rejected_page(edited(page, [](std::string& p) { p.resize(p.size() - 8); }));
-  expect_rejected_page(edited(page, [](std::string& p) { p.resize(p.size() - 1); }));
-  expect_rejected_page(edited(page, [](std::string& p) { p.append(8, '\0'); }));
-  expect_rejected_page(edited(page, [](std::string& p) { p.assign(p.size(), '\0'); }));  // bits lost
-  expect_rejected_page(encode_record(RecordKind::kSlice, FilterType::kBloom, 2, rec.payload));
-  expect_rejected_page(encode_record(RecordKind::kSlice, FilterType::kScalable, 1, rec.payload));
-  expect_rejected_page(encode_record(RecordKind::kMeta, FilterType::kBloom, 1, rec.payload));
-  std::string flipped = page;
-  flipped[kRecordHeaderSize + 3] = static_cast<char>(flipped[kRecordHeaderSize + 3] ^ 0x10);
-  expect_rejected_page(flipped);
+  expect_equal_stats(kNow, filter, *restored);
 }
 
 }  // namespace

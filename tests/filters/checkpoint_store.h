@@ -1,7 +1,10 @@
 // Test support for the checkpoint records of every filter type: an in-memory checkpoint store that
-// applies FilterImages and restores filters from them, and helpers that edit records while keeping their
-// checksum valid, so that only a filter's own validation can reject the result.
+// applies FilterImages and restores filters from them, a comparison of a restored filter's stats with the
+// original's, and helpers that edit records while keeping their checksum valid, so that only a filter's own
+// validation can reject the result.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +14,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/format.h"
@@ -79,6 +84,24 @@ class CheckpointStore {
   std::string meta_;
   Slices slices_;
 };
+
+// A restored filter describes itself as the original does: the same figures and, slice by slice, the same
+// ids, insertions and fill.
+inline void expect_equal_stats(TimePoint now, const Filter& original, const Filter& restored) {
+  // k, slices, bits, elements, target and estimated FPR; then id, insertions and fill of each slice.
+  const auto figures = [](const FilterStats& s) {
+    return std::tuple(s.k, s.slices, s.bits, s.elements, s.target_fpr, s.estimated_fpr);
+  };
+  const auto per_slice = [](const FilterStats& stats) {
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, double>> slices;
+    for (const SliceStats& slice : stats.slice_stats) slices.emplace_back(slice.id, slice.insertions, slice.fill_ratio);
+    return slices;
+  };
+  const FilterStats original_stats = original.stats(now);
+  const FilterStats restored_stats = restored.stats(now);
+  EXPECT_EQ(figures(original_stats), figures(restored_stats));
+  EXPECT_EQ(per_slice(original_stats), per_slice(restored_stats));
+}
 
 // The payload of a record.
 inline std::string payload_of(const std::string& record) {

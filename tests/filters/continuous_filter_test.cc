@@ -11,73 +11,26 @@
 
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
 namespace {
 
 using testing::CheckpointStore;
-using testing::Phase;
 using testing::absent_key_name;
 using testing::key_name;
 using testing::milliseconds;
-using testing::patched;
-using testing::patched_f64;
-using testing::payload_of;
-using testing::replay;
 using testing::run_stream;
 using testing::seconds;
-using testing::with_payload;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 constexpr Duration kTtl = seconds(10);
 constexpr Duration kTick = seconds(5);  // ttl / 2
 
 FilterOptions continuous_options(double error_rate, std::uint64_t expected, bool refresh = false) {
-  FilterOptions o;
-  o.type = FilterType::kContinuous;
-  o.error_rate = error_rate;
-  o.ttl = kTtl;
-  o.expected_per_ttl = expected;
-  o.refresh_on_duplicate = refresh;
-  return o;
+  return testing::options_for(FilterType::kContinuous, error_rate, expected, kTtl, refresh);
 }
-
-class NoFalseNegatives : public ::testing::TestWithParam<bool> {};
-
-TEST_P(NoFalseNegatives, SteadyRate) {
-  const bool refresh = GetParam();
-  ContinuousFilter filter(continuous_options(0.01, 10'000, refresh));
-  const auto out = replay(filter, kTtl, kStart, {{seconds(60), 1000}}, 0.3, 15'000, false, 111, refresh);
-  EXPECT_GT(out.events, 50'000U);
-  EXPECT_EQ(out.false_negatives, 0U);
-}
-
-TEST_P(NoFalseNegatives, RandomRates) {
-  const bool refresh = GetParam();
-  std::mt19937_64 rng(112);
-  std::vector<Phase> phases;
-  for (int i = 0; i < 24; ++i) {
-    phases.push_back({milliseconds(2500), 10.0 * std::pow(10.0, 3.0 * static_cast<double>(rng() % 1000) / 1000.0)});
-  }
-  ContinuousFilter filter(continuous_options(0.01, 1'000, refresh));
-  const auto out = replay(filter, kTtl, kStart, phases, 0.3, 5'000, true, 113, refresh);
-  EXPECT_GT(out.events, 10'000U);
-  EXPECT_EQ(out.false_negatives, 0U);
-}
-
-TEST_P(NoFalseNegatives, BurstsAndSilences) {
-  const bool refresh = GetParam();
-  ContinuousFilter filter(continuous_options(0.001, 1'000, refresh));
-  const std::vector<Phase> phases = {{seconds(30), 100},  {seconds(5), 10'000}, {seconds(20), 100},
-                                     {seconds(2), 20'000}, {seconds(1), 0.5},    {seconds(90), 0.05},
-                                     {seconds(30), 100}};
-  const auto out = replay(filter, kTtl, kStart, phases, 0.4, 3'000, true, 114, refresh);
-  EXPECT_GT(out.events, 50'000U);
-  EXPECT_EQ(out.false_negatives, 0U);
-}
-
-INSTANTIATE_TEST_SUITE_P(RefreshOrNot, NoFalseNegatives, ::testing::Bool());
 
 // A key lives from its write to the end of the second tick after it: at least TTL, less than 1.5 TTL.
 TEST(ContinuousFilter, KeyLivesAtLeastTtlAndAtMostOneAndAHalfTtl) {
@@ -161,29 +114,13 @@ TEST(ContinuousFilter, TimeNeverRunsBackwards) {
   EXPECT_TRUE(filter.contains(std::string_view("a"), kStart - seconds(1000)));
 }
 
-TEST(ContinuousFilter, ExtremeTimestampsDoNotOverflow) {
+// The extremes every time-based filter handles are time_based_filter_test's; the continuous filter also
+// takes the smallest int64 as an ordinary time (it has no sentinel stamp).
+TEST(ContinuousFilter, TheSmallestTimestampIsAnOrdinaryTime) {
   ContinuousFilter filter(continuous_options(0.01, 1'000));
   const TimePoint earliest = from_epoch_nanos(std::numeric_limits<std::int64_t>::min());
-  const TimePoint latest = from_epoch_nanos(std::numeric_limits<std::int64_t>::max());
   EXPECT_FALSE(filter.test_and_insert(std::string_view("old"), earliest));
   EXPECT_TRUE(filter.contains(std::string_view("old"), earliest));
-  EXPECT_FALSE(filter.contains(std::string_view("old"), latest));
-  EXPECT_FALSE(filter.test_and_insert(std::string_view("future"), latest));
-  EXPECT_FALSE(filter.contains(std::string_view("old"), latest));
-  EXPECT_TRUE(filter.test_and_insert(std::string_view("future"), latest));
-  EXPECT_TRUE(filter.contains(std::string_view("future"), kStart)) << "clamped to the latest time seen";
-  const auto stats = filter.stats(latest);
-  EXPECT_GE(stats.elements, 1U);
-}
-
-TEST(ContinuousFilter, EmptyTinyAndHugeKeys) {
-  ContinuousFilter filter(continuous_options(0.001, 1'000));
-  const std::string huge(1 << 20, 'x');
-  for (const std::string& key : {std::string(), std::string("a"), std::string(1, '\0'), huge}) {
-    EXPECT_FALSE(filter.test_and_insert(key, kStart)) << key.size();
-    EXPECT_TRUE(filter.test_and_insert(key, kStart + seconds(1))) << key.size();
-  }
-  EXPECT_FALSE(filter.contains(huge + "y", kStart));
 }
 
 TEST(ContinuousFilter, SizedForOneAndAHalfTtlOfKeys) {
@@ -269,15 +206,6 @@ TEST(ContinuousFilter, StatsDescribeTheFilter) {
   EXPECT_EQ(filter.stats(kStart + seconds(60)).elements, 0U) << "everything expired";
 }
 
-TEST(ContinuousFilter, QueriesDoNotChangeState) {
-  ContinuousFilter filter(continuous_options(0.01, 1'000));
-  for (int i = 0; i < 5000; ++i) filter.test_and_insert(key_name(i), kStart + milliseconds(i));
-  const std::string before = serialize(filter);
-  for (int i = 0; i < 5000; ++i) (void)filter.contains(key_name(i), kStart + seconds(1000));
-  (void)filter.stats(kStart + seconds(1000));
-  EXPECT_EQ(serialize(filter), before);
-}
-
 TEST(ContinuousFilter, RoundTripThroughCheckpointRecords) {
   ContinuousFilter filter(continuous_options(0.01, 1'000'000, /*refresh=*/true));
   CheckpointStore store;
@@ -307,106 +235,6 @@ TEST(ContinuousFilter, RoundTripThroughCheckpointRecords) {
 
   ContinuousFilter unused(continuous_options(0.01, 1'000));
   EXPECT_EQ(serialize(*CheckpointStore(unused.image(ImageScope::kFull)).restore()), serialize(unused));
-}
-
-class ContinuousCorruption : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (int i = 0; i < 20'000; ++i) filter_.test_and_insert(key_name(i), kStart + milliseconds(i));
-    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
-    ASSERT_GE(store_.slices().size(), 2U);
-  }
-
-  void expect_rejected_meta(const std::string& payload, const char* what) {
-    EXPECT_THROW(store_.restore(with_payload(store_.meta(), payload)), FormatError) << what;
-  }
-
-  void expect_rejected_page(std::uint64_t id, const std::optional<std::string>& record, const char* what) {
-    EXPECT_THROW(store_.with_slice(id, record).restore(), FormatError) << what;
-  }
-
-  ContinuousFilter filter_{continuous_options(0.001, 100'000)};
-  CheckpointStore store_;
-};
-
-// Offsets of the metadata payload fields; see continuous_filter.cc.
-constexpr std::size_t kCellsAt = 0, kProbesAt = 8, kExpectedAt = 12, kErrorRateAt = 20, kTtlAt = 28,
-                      kRefreshAt = 36, kSeenAt = 37, kLatestAt = 46, kTickAt = 54, kCursorAt = 62,
-                      kPassStartAt = 70, kWordsAt = 78, kMetaSize = 86;
-
-TEST_F(ContinuousCorruption, IntactRecordsRestore) {
-  EXPECT_EQ(payload_of(store_.meta()).size(), kMetaSize);
-  EXPECT_EQ(serialize(*store_.restore()), serialize(filter_));
-}
-
-TEST_F(ContinuousCorruption, TruncatedOrPaddedMetadataIsRejected) {
-  const std::string payload = payload_of(store_.meta());
-  for (std::size_t length = 0; length < payload.size(); ++length) {
-    expect_rejected_meta(payload.substr(0, length), "truncated");
-  }
-  expect_rejected_meta(payload + '\0', "trailing byte");
-  std::string raw = store_.meta();
-  raw[raw.size() / 2] ^= 0x01;
-  EXPECT_THROW(store_.restore(raw), FormatError) << "checksum";
-  EXPECT_THROW(store_.restore(store_.meta().substr(0, store_.meta().size() - 1)), FormatError) << "cut record";
-}
-
-TEST_F(ContinuousCorruption, ImpossibleMetadataValuesAreRejected) {
-  const std::string p = payload_of(store_.meta());
-  const std::uint64_t cells = filter_.cells();
-  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, 0), "no cells");
-  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, cells + 1), "cells off by one");
-  expect_rejected_meta(patched<std::uint64_t>(p, kCellsAt, std::uint64_t{1} << 62), "huge cell count");
-  expect_rejected_meta(patched<std::uint32_t>(p, kProbesAt, 0), "no probes");
-  expect_rejected_meta(patched<std::uint32_t>(p, kProbesAt, filter_.probes() + 1), "probes off by one");
-  expect_rejected_meta(patched<std::uint64_t>(p, kExpectedAt, 0), "expected 0");
-  expect_rejected_meta(patched<std::uint64_t>(p, kExpectedAt, std::uint64_t{1} << 60), "huge expected");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, 0.0), "error rate 0");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, 1.0), "error rate 1");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, std::nan("")), "error rate NaN");
-  expect_rejected_meta(patched<std::int64_t>(p, kTtlAt, 0), "ttl 0");
-  expect_rejected_meta(patched<std::int64_t>(p, kTtlAt, -1), "negative ttl");
-  expect_rejected_meta(patched<std::uint8_t>(p, kRefreshAt, 2), "refresh flag");
-  expect_rejected_meta(patched<std::uint8_t>(p, kSeenAt, 2), "seen flag");
-  expect_rejected_meta(patched<std::uint8_t>(p, kSeenAt, 0), "unused filter with a clock");
-  expect_rejected_meta(patched<std::int64_t>(p, kLatestAt, to_epoch_nanos(kStart) - 1), "latest before epoch");
-  expect_rejected_meta(patched<std::uint64_t>(p, kTickAt, 1'000), "tick does not match time");
-  expect_rejected_meta(patched<std::uint64_t>(p, kCursorAt, std::uint64_t{1} << 40), "cursor past the end");
-  expect_rejected_meta(patched<std::uint64_t>(p, kPassStartAt, 1'000), "pass starts after now");
-  expect_rejected_meta(patched<std::uint64_t>(p, kWordsAt, (cells + 15) / 16 + 1), "word count");
-  expect_rejected_meta(patched<std::uint64_t>(p, kWordsAt, std::uint64_t{1} << 62), "huge word count");
-}
-
-TEST_F(ContinuousCorruption, BadPageRecordsAreRejected) {
-  const std::string first = store_.slices().at(1);
-  const std::string last = store_.slices().rbegin()->second;
-  const std::uint64_t last_id = store_.slices().rbegin()->first;
-  expect_rejected_page(1, std::nullopt, "missing first page");
-  expect_rejected_page(last_id, std::nullopt, "missing last page");
-  expect_rejected_page(1, first.substr(0, first.size() - 3), "truncated record");
-  std::string flipped = first;
-  flipped[40] ^= 0x10;
-  expect_rejected_page(1, flipped, "checksum");
-  const std::string words = payload_of(first);
-  expect_rejected_page(1, with_payload(first, words.substr(0, words.size() - 8)), "short page");
-  expect_rejected_page(1, with_payload(first, words + std::string(8, '\0')), "long page");
-  expect_rejected_page(1, encode_record(RecordKind::kSlice, FilterType::kContinuous, 2, words), "wrong slice id");
-  expect_rejected_page(1, encode_record(RecordKind::kSlice, FilterType::kSpectral, 1, words), "wrong type");
-  expect_rejected_page(1, encode_record(RecordKind::kMeta, FilterType::kContinuous, 1, words), "wrong kind");
-  // The filter's last word has padding cells past the last real one; they must be empty.
-  ASSERT_NE(filter_.cells() % 16, 0U);
-  std::string last_words = payload_of(last);
-  last_words[last_words.size() - 1] = static_cast<char>(0x10);
-  expect_rejected_page(last_id, with_payload(last, last_words), "padding cell set");
-}
-
-TEST_F(ContinuousCorruption, MetadataOfAnotherTypeIsRejected) {
-  // Given straight to ContinuousFilter::restore: the generic restore would dispatch on the type and kind.
-  const Record rec = decode_single_record(store_.meta());
-  const std::string as_spectral = encode_record(RecordKind::kMeta, FilterType::kSpectral, 0, rec.payload);
-  EXPECT_THROW(ContinuousFilter::restore(decode_single_record(as_spectral), store_.lookup()), FormatError);
-  const std::string as_slice = encode_record(RecordKind::kSlice, FilterType::kContinuous, 0, rec.payload);
-  EXPECT_THROW(ContinuousFilter::restore(decode_single_record(as_slice), store_.lookup()), FormatError);
 }
 
 }  // namespace

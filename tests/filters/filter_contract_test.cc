@@ -10,6 +10,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
@@ -23,12 +24,7 @@ const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 class FilterContract : public ::testing::TestWithParam<FilterType> {
  protected:
   std::unique_ptr<Filter> make(std::uint64_t expected = 2'000) const {
-    FilterOptions o;
-    o.type = GetParam();
-    o.error_rate = 0.01;
-    o.ttl = std::chrono::seconds(10);
-    o.expected_per_ttl = expected;
-    return make_filter(o);
+    return make_filter(testing::options_for(GetParam(), 0.01, expected));
   }
   // 3000 sightings of 2000 keys over 3 seconds.
   static void fill(Filter& filter) {

@@ -1,4 +1,5 @@
-// The FPR mathematics against tlbf-spec.md table b.7 (values computed from the recursion of b.6).
+// The FPR mathematics of fpr.h against the published (k, l) table of the age-partitioned Bloom filter
+// (values computed from its worst-case recursion).
 #include "bloomgate/filters/fpr.h"
 
 #include <gtest/gtest.h>

@@ -15,6 +15,7 @@
 
 #include "bloomgate/filters/options.h"
 #include "checkpoint_store.h"
+#include "filter_options.h"
 #include "ground_truth.h"
 
 namespace bloomgate::filters {
@@ -23,19 +24,12 @@ namespace {
 using testing::CheckpointStore;
 using testing::absent_key_name;
 using testing::key_name;
-using testing::patched;
-using testing::patched_f64;
-using testing::payload_of;
-using testing::with_payload;
 
 const TimePoint kStart = from_epoch_millis(1'700'000'000'000);
 
 FilterOptions spectral_options(SpectralMode mode, double error_rate, std::uint64_t expected) {
-  FilterOptions o;
-  o.type = FilterType::kSpectral;
+  FilterOptions o = testing::options_for(FilterType::kSpectral, error_rate, expected);
   o.spectral_mode = mode;
-  o.error_rate = error_rate;
-  o.expected_per_ttl = expected;
   return o;
 }
 
@@ -90,21 +84,27 @@ Errors measure(const SpectralFilter& filter, const std::vector<std::uint64_t>& c
   return e;
 }
 
+// The errors of each mode, in a filter for `expected` keys at 1e-2, over the occurrences in `counts`.
+std::map<SpectralMode, Errors> errors_by_mode(const std::vector<std::uint64_t>& counts, std::uint64_t expected) {
+  std::map<SpectralMode, Errors> errors;
+  for (const SpectralMode mode :
+       {SpectralMode::kMinimumSelection, SpectralMode::kMinimalIncrease, SpectralMode::kRecurringMinimum}) {
+    SpectralFilter filter(spectral_options(mode, 0.01, expected));
+    add_all(filter, counts, 202);
+    errors[mode] = measure(filter, counts);
+  }
+  return errors;
+}
+
 // The filter is sized for 3,600 keys and gets about 7,200 distinct ones, so that Bloom errors are common
 // enough to compare the modes. (Far beyond that, around 4x, Recurring Minimum's secondary table is swamped
 // and RM falls behind MS; see spectral_filter.h.)
 TEST(SpectralFilter, MinimalIncreaseOverestimatesLessThanMinimumSelectionOnZipf) {
   const auto counts = zipf_counts(8'000, 100'000, 1.0, 201);
-  std::map<SpectralMode, Errors> errors;
-  for (const SpectralMode mode :
-       {SpectralMode::kMinimumSelection, SpectralMode::kMinimalIncrease, SpectralMode::kRecurringMinimum}) {
-    SpectralFilter filter(spectral_options(mode, 0.01, 3'600));
-    add_all(filter, counts, 202);
-    errors[mode] = measure(filter, counts);
-  }
-  const Errors& ms = errors[SpectralMode::kMinimumSelection];
-  const Errors& mi = errors[SpectralMode::kMinimalIncrease];
-  const Errors& rm = errors[SpectralMode::kRecurringMinimum];
+  const auto errors = errors_by_mode(counts, 3'600);
+  const Errors& ms = errors.at(SpectralMode::kMinimumSelection);
+  const Errors& mi = errors.at(SpectralMode::kMinimalIncrease);
+  const Errors& rm = errors.at(SpectralMode::kRecurringMinimum);
   std::printf("Zipf(1.0) over 8000 ranks, 100000 occurrences, filter for 3600 keys: mean absolute error MS %.3f, "
               "MI %.3f, RM %.3f (signed %.3f, %llu underestimates); exact MS %llu, MI %llu, RM %llu\n",
               ms.mean_absolute_error, mi.mean_absolute_error, rm.mean_absolute_error, rm.mean_overestimate,
@@ -122,16 +122,10 @@ TEST(SpectralFilter, RecurringMinimumReducesBiasAtDesignLoad) {
   const auto counts = zipf_counts(8'000, 100'000, 1.0, 201);
   const auto distinct = static_cast<std::uint64_t>(
       std::count_if(counts.begin(), counts.end(), [](std::uint64_t c) { return c > 0; }));
-  std::map<SpectralMode, Errors> errors;
-  for (const SpectralMode mode :
-       {SpectralMode::kMinimumSelection, SpectralMode::kMinimalIncrease, SpectralMode::kRecurringMinimum}) {
-    SpectralFilter filter(spectral_options(mode, 0.01, distinct));
-    add_all(filter, counts, 202);
-    errors[mode] = measure(filter, counts);
-  }
-  const Errors& ms = errors[SpectralMode::kMinimumSelection];
-  const Errors& mi = errors[SpectralMode::kMinimalIncrease];
-  const Errors& rm = errors[SpectralMode::kRecurringMinimum];
+  const auto errors = errors_by_mode(counts, distinct);
+  const Errors& ms = errors.at(SpectralMode::kMinimumSelection);
+  const Errors& mi = errors.at(SpectralMode::kMinimalIncrease);
+  const Errors& rm = errors.at(SpectralMode::kRecurringMinimum);
   std::printf("Zipf(1.0), filter for the %llu distinct keys: mean signed error MS %.4f, MI %.4f, RM %.4f; "
               "mean absolute error MS %.4f, MI %.4f, RM %.4f\n",
               static_cast<unsigned long long>(distinct), ms.mean_overestimate, mi.mean_overestimate,
@@ -299,92 +293,6 @@ TEST_P(SpectralRoundTrip, ThroughCheckpointRecords) {
 INSTANTIATE_TEST_SUITE_P(Modes, SpectralRoundTrip,
                          ::testing::Values(SpectralMode::kMinimumSelection, SpectralMode::kMinimalIncrease,
                                            SpectralMode::kRecurringMinimum));
-
-// Offsets of the metadata payload fields; see spectral_filter.cc.
-constexpr std::size_t kModeAt = 0, kExpectedAt = 1, kErrorRateAt = 9, kPrimaryCountersAt = 17, kPrimaryProbesAt = 25,
-                      kSecondaryCountersAt = 29, kSecondaryProbesAt = 37, kSeenAt = 41, kWordsAt = 50,
-                      kMetaSize = 58;
-
-class SpectralCorruption : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (std::uint64_t key = 0; key < 20'000; ++key) filter_.test_and_insert(key_hash(key), kStart);
-    store_ = CheckpointStore(filter_.image(ImageScope::kFull));
-    ASSERT_GE(store_.slices().size(), 2U);
-  }
-
-  void expect_rejected_meta(const std::string& payload, const char* what) {
-    EXPECT_THROW(store_.restore(with_payload(store_.meta(), payload)), FormatError) << what;
-  }
-
-  void expect_rejected_page(std::uint64_t id, const std::optional<std::string>& record, const char* what) {
-    EXPECT_THROW(store_.with_slice(id, record).restore(), FormatError) << what;
-  }
-
-  SpectralFilter filter_{spectral_options(SpectralMode::kRecurringMinimum, 0.001, 20'001)};
-  CheckpointStore store_;
-};
-
-TEST_F(SpectralCorruption, IntactRecordsRestore) {
-  EXPECT_EQ(payload_of(store_.meta()).size(), kMetaSize);
-  EXPECT_EQ(serialize(*store_.restore()), serialize(filter_));
-}
-
-TEST_F(SpectralCorruption, TruncatedOrPaddedMetadataIsRejected) {
-  const std::string payload = payload_of(store_.meta());
-  for (std::size_t length = 0; length < payload.size(); ++length) {
-    expect_rejected_meta(payload.substr(0, length), "truncated");
-  }
-  expect_rejected_meta(payload + '\0', "trailing byte");
-  std::string raw = store_.meta();
-  raw[raw.size() / 2] ^= 0x01;
-  EXPECT_THROW(store_.restore(raw), FormatError) << "checksum";
-}
-
-TEST_F(SpectralCorruption, ImpossibleMetadataValuesAreRejected) {
-  const std::string p = payload_of(store_.meta());
-  expect_rejected_meta(patched<std::uint8_t>(p, kModeAt, 0), "mode 0");
-  expect_rejected_meta(patched<std::uint8_t>(p, kModeAt, 4), "mode 4");
-  expect_rejected_meta(patched<std::uint8_t>(p, kModeAt, 1), "MS with a secondary table");
-  expect_rejected_meta(patched<std::uint64_t>(p, kExpectedAt, 0), "expected 0");
-  expect_rejected_meta(patched<std::uint64_t>(p, kExpectedAt, std::uint64_t{1} << 60), "huge expected");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, 0.0), "error rate 0");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, 1.5), "error rate 1.5");
-  expect_rejected_meta(patched_f64(p, kErrorRateAt, std::nan("")), "error rate NaN");
-  expect_rejected_meta(patched<std::uint64_t>(p, kPrimaryCountersAt, 0), "no counters");
-  expect_rejected_meta(patched<std::uint64_t>(p, kPrimaryCountersAt, filter_.counters() + 1), "counters off by one");
-  expect_rejected_meta(patched<std::uint64_t>(p, kPrimaryCountersAt, std::uint64_t{1} << 62), "huge counters");
-  expect_rejected_meta(patched<std::uint32_t>(p, kPrimaryProbesAt, 0), "no probes");
-  expect_rejected_meta(patched<std::uint32_t>(p, kPrimaryProbesAt, 1'000), "too many probes");
-  expect_rejected_meta(patched<std::uint64_t>(p, kSecondaryCountersAt, 0), "RM without a secondary table");
-  expect_rejected_meta(patched<std::uint32_t>(p, kSecondaryProbesAt, 0), "secondary without probes");
-  expect_rejected_meta(patched<std::uint8_t>(p, kSeenAt, 2), "seen flag");
-  expect_rejected_meta(patched<std::uint8_t>(p, kSeenAt, 0), "unused filter with a clock");
-  expect_rejected_meta(patched<std::uint64_t>(p, kWordsAt, 1), "word count");
-  expect_rejected_meta(patched<std::uint64_t>(p, kWordsAt, std::uint64_t{1} << 62), "huge word count");
-}
-
-TEST_F(SpectralCorruption, BadPageRecordsAreRejected) {
-  const std::string first = store_.slices().at(1);
-  const std::string last = store_.slices().rbegin()->second;
-  const std::uint64_t last_id = store_.slices().rbegin()->first;
-  expect_rejected_page(1, std::nullopt, "missing first page");
-  expect_rejected_page(last_id, std::nullopt, "missing last page");
-  expect_rejected_page(1, first.substr(0, first.size() - 3), "truncated record");
-  std::string flipped = first;
-  flipped[40] ^= 0x10;
-  expect_rejected_page(1, flipped, "checksum");
-  const std::string words = payload_of(first);
-  expect_rejected_page(1, with_payload(first, words.substr(0, words.size() - 8)), "short page");
-  expect_rejected_page(1, with_payload(first, words + std::string(8, '\0')), "long page");
-  expect_rejected_page(1, encode_record(RecordKind::kSlice, FilterType::kSpectral, 2, words), "wrong slice id");
-  expect_rejected_page(1, encode_record(RecordKind::kSlice, FilterType::kContinuous, 1, words), "wrong type");
-  // The secondary table ends inside the last word; its padding counters must be 0.
-  ASSERT_NE(filter_.secondary_counters() % 4, 0U);
-  std::string last_words = payload_of(last);
-  last_words[last_words.size() - 1] = static_cast<char>(0x01);
-  expect_rejected_page(last_id, with_payload(last, last_words), "padding counter set");
-}
 
 }  // namespace
 }  // namespace bloomgate::filters

@@ -1,11 +1,12 @@
 // File: age_partitioned_filter.h
 //
-// The age-partitioned Bloom filter (APBF, tlbf-spec.md section b): a sliding window over the last
+// The age-partitioned Bloom filter (APBF, Shtul, Baquero and Almeida 2020): a sliding window over the last
 // insertions, counted rather than timed. k+l slices of m bits each, newest first; an insertion sets one bit
 // in each of S[0..k-1]; after every g insertions the oldest slice is dropped and an empty one is pushed at
-// the front. A query reports present when k consecutive slices have the key's bit set (b.5).
+// the front. A query reports present when k consecutive slices have the key's bit set (bit_slice.h's
+// oldest_matching_run).
 //
-// Sizing for a window of w insertions: (k, l) from table b.7 for the error rate and level, g = ceil(w / l)
+// Sizing for a window of w insertions: (k, l) from fpr.h for the error rate and level, g = ceil(w / l)
 // so that the l*g >= w most recent insertions are always reported present, and m = ceil(k*g / ln 2) so a
 // slice is half full when it leaves the insertion region. Bits per element: k(k+l)/(l ln 2), e.g. 26.0 at
 // 1e-3 with level 5 (k=15, l=74). Insertions older than (l+1)*g are always forgotten.
@@ -37,13 +38,9 @@ class AgePartitionedFilter final : public Filter {
   FilterStats stats(TimePoint now) const override;
   FilterImage image(ImageScope scope) const override;
   void mark_persisted() override;
-  using Filter::contains;
-  using Filter::test_and_insert;
+  using Filter::contains, Filter::test_and_insert;  // the string-key overloads beside these
 
   static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
-    return restore(meta, SliceViews::of(lookup));
-  }
 
   SlicedParams params() const noexcept { return params_; }
   std::uint64_t generation_size() const noexcept { return generation_size_; }

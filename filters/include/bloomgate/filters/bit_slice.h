@@ -1,7 +1,8 @@
 // File: bit_slice.h
 //
-// Internal to filters/ (namespace detail): the pieces the age-partitioned family shares (tlbf-spec.md b and c): a bit slice, the
-// per-key probe values, the "k consecutive matches, jumping back" query of b.5, and the slice record.
+// Internal to filters/ (namespace detail): the pieces the age-partitioned family (age-partitioned and
+// time-limited filters) shares: a bit slice, the per-key probe values, the "k consecutive matches, jumping
+// back" query, and the slice record.
 #pragma once
 
 #include <array>
@@ -25,8 +26,8 @@ inline constexpr std::uint32_t kMaxProbes = 64;
 // A slice larger than this is refused when reading a record: 2^36 bits is 8 GiB.
 inline constexpr std::uint64_t kMaxSliceBitsOnDisk = 1ULL << 36;
 
-// The k probe values of one key, one per hash index j (RedisBloom's mod-k indexing, b.2): the slice
-// with hash index j tests bit fast_range(probe[j], bits).
+// The k probe values of one key, one per hash index j (RedisBloom's mod-k indexing): the slice with hash
+// index j tests bit fast_range(probe[j], bits).
 struct Probes {
   Probes() noexcept = default;  // for arrays of keys ahead; assigned before use
   explicit Probes(KeyHash key, std::uint32_t k) noexcept {
@@ -77,7 +78,7 @@ struct BitSlice {
                          const std::shared_ptr<SliceArena>& arena = nullptr);
 };
 
-// b.5: the first window of k consecutive slices, each valid and with the key's bit set, among `slices`
+// The query: the first window of k consecutive slices, each valid and with the key's bit set, among `slices`
 // (newest first), searching from the oldest window: the index of that window's newest slice, or -1 when
 // there is none. After a miss at position p every window containing p fails, so the search jumps to the
 // window ending just below p and keeps the matches already seen there. oldest_matching_run is the walk

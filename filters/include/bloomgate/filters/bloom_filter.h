@@ -1,6 +1,6 @@
 // File: bloom_filter.h
 //
-// The classic Bloom filter, in its partitioned form (python-bloomfilter's BloomFilter, tlbf-spec.md d.2):
+// The classic Bloom filter, in its partitioned form (python-bloomfilter's BloomFilter):
 // a fixed capacity and no notion of time. It is the baseline the time-based filters are measured against,
 // and the choice when a stream's whole key set is bounded and known in advance.
 //
@@ -52,9 +52,6 @@ class BloomFilter final : public Filter {
   // Rebuilds a filter from its metadata record and its page records; throws FormatError when either is
   // missing, corrupt or inconsistent. Allocates only after the last page is found with the right size.
   static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
-    return restore(meta, SliceViews::of(lookup));
-  }
 
   FilterType type() const noexcept override { return FilterType::kBloom; }
   bool test_and_insert(KeyHash key, TimePoint now) override;
@@ -63,8 +60,7 @@ class BloomFilter final : public Filter {
   FilterImage image(ImageScope scope) const override;
   void mark_persisted() override;
 
-  using Filter::contains;
-  using Filter::test_and_insert;
+  using Filter::contains, Filter::test_and_insert;  // the string-key overloads beside these
 
  private:
   explicit BloomFilter(std::unique_ptr<detail::PartitionedBloom> bits);

@@ -1,8 +1,7 @@
 // File: continuous_filter.h
 //
-// The continuous Bloom filter of bloombroom (tlbf-spec.md d.1): one array of 4-bit time cells, where a
-// key's k cells remember the tick in which the key was last written. Unlike bloombroom there is no clock
-// thread: the tick is derived from the caller's `now`, and the 15-tick wrap-around of the cells is fixed.
+// The continuous Bloom filter of bloombroom: one array of 4-bit time cells, where a key's k cells remember
+// the tick in which the key was last written. Unlike bloombroom there is no clock thread: the tick is derived from the caller's `now`, and the 15-tick wrap-around of the cells is fixed.
 //
 // Layout. m cells of 4 bits, 16 to a 64-bit word, kept in pages of PagedWords (slice id = page index + 1).
 // A cell holds 0 (empty) or the slot of the tick t it was last written in: slot(t) = t mod 15 + 1.
@@ -62,9 +61,6 @@ class ContinuousFilter final : public Filter {
   // Rebuilds a filter from its metadata record and its page records. Throws FormatError when the metadata
   // is malformed or inconsistent, or a page is missing or malformed.
   static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
-    return restore(meta, SliceViews::of(lookup));
-  }
 
   FilterType type() const noexcept override { return FilterType::kContinuous; }
   bool test_and_insert(KeyHash key, TimePoint now) override;
@@ -73,8 +69,7 @@ class ContinuousFilter final : public Filter {
   FilterImage image(ImageScope scope) const override;
   void mark_persisted() override;
 
-  using Filter::contains;
-  using Filter::test_and_insert;
+  using Filter::contains, Filter::test_and_insert;  // the string-key overloads beside these
 
   std::uint64_t cells() const noexcept { return cells_; }
   std::uint32_t probes() const noexcept { return probes_; }

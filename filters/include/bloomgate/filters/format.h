@@ -157,6 +157,10 @@ Record decode_single_record(std::string_view bytes);
 // handing it to restore(), which verifies the checksum.
 Record peek_single_record(std::string_view bytes);
 
+// Throws FormatError unless `meta` is the metadata record (kind kMeta, slice id 0) of a filter of `type`.
+// Each filter type's restore checks this itself, so a record handed to the wrong type's restore is rejected.
+void expect_meta_record(const Record& meta, FilterType type);
+
 const char* filter_type_name(FilterType type) noexcept;
 
 }  // namespace bloomgate::filters

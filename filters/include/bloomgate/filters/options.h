@@ -30,7 +30,7 @@ struct FilterOptions {
   std::uint64_t window = 0;                       // age_partitioned: count window; 0 means expected_per_ttl
   bool refresh_on_duplicate = false;              // a duplicate extends the key's lifetime
 
-  // time_limited and age_partitioned: the (k, l) level, 0..5 from tlbf-spec.md table b.7 or 6 (fpr.h).
+  // time_limited and age_partitioned: the (k, l) level, 0..6 (fpr.h: 0..5 are the published table's rows).
   // Higher levels probe more slices per query; bits per element fall up to level 5 or 6, then rise. Unset:
   // the level with the fewest bits per element for the error rate (space_optimal_level: 5 at 1e-2, 6 at
   // 1e-3 and 1e-4).

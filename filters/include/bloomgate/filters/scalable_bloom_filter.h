@@ -1,8 +1,8 @@
 // File: scalable_bloom_filter.h
 //
 // The scalable Bloom filter (Almeida, Baquero, Preguiça and Hutchison 2007; python-bloomfilter's
-// ScalableBloomFilter, tlbf-spec.md d.2, seed 003): a list of partitioned Bloom filters that grows when
-// the newest one is full, for streams whose total key count is not known in advance. No notion of time:
+// ScalableBloomFilter): a list of partitioned Bloom filters that grows when the newest one is full, for
+// streams whose total key count is not known in advance. No notion of time:
 // keys are remembered for the filter's whole life, `now` is ignored and refresh_on_duplicate has nothing
 // to refresh.
 //
@@ -73,9 +73,6 @@ class ScalableBloomFilter final : public Filter {
   // is missing, corrupt or inconsistent. Each sub-filter is allocated only once its record is in hand
   // and has the size the metadata promises.
   static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
-    return restore(meta, SliceViews::of(lookup));
-  }
 
   FilterType type() const noexcept override { return FilterType::kScalable; }
   bool test_and_insert(KeyHash key, TimePoint now) override;
@@ -84,8 +81,7 @@ class ScalableBloomFilter final : public Filter {
   FilterImage image(ImageScope scope) const override;
   void mark_persisted() override;
 
-  using Filter::contains;
-  using Filter::test_and_insert;
+  using Filter::contains, Filter::test_and_insert;  // the string-key overloads beside these
 
  private:
   struct SubFilter;

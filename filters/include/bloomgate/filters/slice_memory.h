@@ -3,12 +3,11 @@
 // Internal to filters/ (namespace detail): where the words of a restored filter's slices live.
 //
 // A restore builds a whole filter at once, and with 4 KiB pages every page of it costs a page fault when it
-// is first written: on the 2-core KVM guest of bench/README.md, 2.6 us a page, 20 ms for the 31 MiB of a
-// ten-million-key filter, more than reading its bytes from the disk (bench/state_bench). A SliceArena is
-// one anonymous mapping, aligned to 2 MiB, that a restore carves all its slices from; the whole 2 MiB pages
-// it fills are advised MADV_HUGEPAGE: where the kernel has transparent huge pages (mode "madvise" or
-// "always") that is one fault per 2 MiB (3.4 ms for the same 31 MiB, measured), elsewhere the same faults as
-// before. The part short of a whole huge page (all of a filter under 2 MiB) keeps 4 KiB pages, so an arena
+// is first written, which for a large filter takes longer than reading its bytes from the disk
+// (docs/state.md has the figures). A SliceArena is one anonymous mapping, aligned to 2 MiB, that a restore
+// carves all its slices from; the whole 2 MiB pages it fills are advised MADV_HUGEPAGE: where the kernel has
+// transparent huge pages (mode "madvise" or "always") that is one fault per 2 MiB, elsewhere one per 4 KiB
+// page. The part short of a whole huge page (all of a filter under 2 MiB) keeps 4 KiB pages, so an arena
 // never holds more memory than its slices. Slices allocated later (the filter slides) come from the heap.
 //
 // Memory: the arena's pages go back to the kernel as its slices are dropped (MADV_DONTNEED of their

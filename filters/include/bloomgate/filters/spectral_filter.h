@@ -1,6 +1,6 @@
 // File: spectral_filter.h
 //
-// The spectral Bloom filter (Cohen and Matias, SIGMOD 2003; tlbf-spec.md d.3): a Bloom filter whose bits
+// The spectral Bloom filter (Cohen and Matias, SIGMOD 2003): a Bloom filter whose bits
 // are counters, so that it estimates how often a key occurred, not only whether it did. As a Filter it
 // answers "seen at all?" (count > 0) and has no time window: `now` only moves the clamped latest time.
 //
@@ -64,9 +64,6 @@ class SpectralFilter final : public Filter {
   // Rebuilds a filter from its metadata record and its page records. Throws FormatError when the metadata
   // is malformed or inconsistent, or a page is missing or malformed.
   static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
-    return restore(meta, SliceViews::of(lookup));
-  }
 
   FilterType type() const noexcept override { return FilterType::kSpectral; }
   // True when the key occurred before; then records one more occurrence.
@@ -76,8 +73,7 @@ class SpectralFilter final : public Filter {
   FilterImage image(ImageScope scope) const override;
   void mark_persisted() override;
 
-  using Filter::contains;
-  using Filter::test_and_insert;
+  using Filter::contains, Filter::test_and_insert;  // the string-key overloads beside these
 
   // The estimated number of occurrences of the key.
   std::uint64_t count(KeyHash key) const;

@@ -2,13 +2,13 @@
 //
 // Internal to filters/ (namespace detail): the zero-filled words of a column segment (column_segment.h).
 //
-// A segment's cells used to be a std::vector on HugePageAllocator, which value-initialises: a memset of
-// memory the kernel had just zeroed when it faulted the pages in, on the thread that then waits for it.
-// Here a buffer of at least one huge page (2 MiB) is a fresh anonymous mapping, zero by the kernel's
-// guarantee and never written here, aligned to 2 MiB and advised MADV_HUGEPAGE (huge_page_allocator.h says
-// why); its pages are then faulted in at once with MADV_POPULATE_WRITE, which takes the kernel's zeroing
-// without a write of our own (where the kernel lacks it, Linux < 5.14, the pages fault on first use, zero
-// all the same). Smaller buffers come from operator new and are zeroed with a memset.
+// The cells are never memset where the kernel already zeroes them (a memset would repeat that work on the
+// thread that waits for the cells; docs/state.md has the figures): a buffer of at least one huge page
+// (2 MiB) is a fresh anonymous mapping, zero by the kernel's guarantee and never written here, aligned to
+// 2 MiB and advised MADV_HUGEPAGE (huge_page_allocator.h says why); its pages are then faulted in at once
+// with MADV_POPULATE_WRITE, which takes the kernel's zeroing without a write of our own (where the kernel
+// lacks it, Linux < 5.14, the pages fault on first use, zero all the same). Smaller buffers come from
+// operator new and are zeroed with a memset.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,234 @@
+// The column segment (column_segment.h), the time-limited filter's storage: phase tables, gather and
+// scatter against the bits one by one, the query's run search against the slice walk, pops and repacks.
+// Random bits use fixed seeds (given at each call).
+#include "bloomgate/filters/column_segment.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "bloomgate/filters/bit_slice.h"
+
+namespace bloomgate::filters {
+namespace {
+
+// Pushes `count` columns whose hash indexes cycle down by one from the newest column's, as the filter's
+// slides give them; returns the hash index of every column (`index_of`: those of the columns already pushed).
+std::vector<std::uint32_t> push_cycling(detail::ColumnSegment& segment, std::uint32_t count, std::uint32_t k,
+                                        std::vector<std::uint32_t> index_of = {}) {
+  index_of.resize(segment.columns() + 1, 0);
+  std::uint32_t next = segment.live() == 0 ? 0 : index_of[segment.column_of_age(segment.live() - 1)];
+  for (std::uint32_t i = 0; i < count; ++i) {
+    next = (next + k - 1) % k;
+    index_of[segment.push(next)] = next;
+  }
+  return index_of;
+}
+
+// Columns are grouped by phase (column mod k) into tables of cells of w = C / k bits; one column stays free.
+TEST(ColumnSegment, PhaseTablesHoldCellsOfEveryColumnOfAPhase) {
+  detail::ColumnSegment segment(1000, 157, 16);
+  EXPECT_EQ(segment.columns(), 159U);  // C = 160 = 16 x 10
+  EXPECT_EQ(segment.cell_width(), 10U);
+  EXPECT_EQ(segment.storage_bits(), 16U * 16 * 10 * 64);  // 16 tables of ceil(1000 / 64) blocks of 10 words
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(segment.cells()) % 64, 0U);
+  for (const std::uint32_t c : {0U, 1U, 15U, 16U, 17U, 159U}) {
+    EXPECT_EQ(segment.column_base(c), (c % 16) * 16 * 10 * 64 + c / 16) << c;
+  }
+  EXPECT_EQ(detail::ColumnSegment(1000, 1, 3).columns(), 2U);
+  EXPECT_EQ(detail::ColumnSegment(1000, 500, 3).columns(), detail::ColumnSegment::max_slices(3));  // 64-bit cells
+  detail::ColumnSegment cycling(100, 10, 4);
+  cycling.push(2);
+  EXPECT_NO_THROW(cycling.push(1));
+  EXPECT_THROW(cycling.push(3), FormatError);  // hash indexes that do not cycle are a damaged restore
+}
+
+// A checkpoint gathers columns into slice words and a restore scatters them back, 64 x 64 bits at a time:
+// both must agree with the bits one by one, for sizes that are not multiples of 64, a wrapped ring (and its
+// columns asked for newest first), and cells of 34 to 64 bits.
+TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
+  std::mt19937_64 rng(83);
+  for (const std::uint32_t width : {100U, 150U, 180U, 191U}) {
+    for (const std::uint64_t rows : {1000ULL, 4096ULL}) {
+      detail::ColumnSegment segment(rows, width, 3);
+      const std::vector<std::uint32_t> index_of = push_cycling(segment, width, 3);
+      for (int i = 0; i < 40; ++i) segment.pop();
+      push_cycling(segment, 40, 3, index_of);
+      const std::uint32_t columns_c = segment.columns() + 1;
+      for (int i = 0; i < 20'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % columns_c));
+      // The k newest columns of a wrapped ring come unsorted (newest first, across the wrap).
+      const std::vector<std::uint32_t> wrapped = {2, 1, 0, columns_c - 1, columns_c - 2};
+      for (const auto& wanted : {wrapped, std::vector<std::uint32_t>{63, 64, 65}}) {
+        const auto gathered = segment.gather(wanted);
+        for (std::size_t n = 0; n < wanted.size(); ++n) {
+          for (std::uint64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(((gathered[n][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, wanted[n])) << wanted[n] << " " << r;
+          }
+        }
+      }
+      std::vector<std::uint32_t> columns = {0, 1, 63, 64, 65, columns_c - 2, columns_c - 1};
+      const auto words = segment.gather(columns);
+      detail::ColumnSegment copy(rows, width, 3);
+      std::vector<const std::uint64_t*> pointers;
+      for (const auto& w : words) pointers.push_back(w.data());
+      copy.scatter(columns, pointers);
+      for (std::uint32_t c = 0; c < columns_c; ++c) {
+        const bool scattered = std::find(columns.begin(), columns.end(), c) != columns.end();
+        for (std::uint64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(copy.test(r, c), scattered && segment.test(r, c)) << width << " " << c << " " << r;
+        }
+      }
+    }
+  }
+}
+
+// One slice alone: gathered as its words.
+TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
+  std::mt19937_64 rng(84);
+  detail::ColumnSegment segment(1000, 1, 3);
+  segment.push(2);
+  for (int i = 0; i < 300; ++i) segment.set(rng() % 1000, 0);
+  const auto words = segment.gather({0});
+  ASSERT_EQ(words.size(), 1U);
+  ASSERT_EQ(words[0].size(), 16U);  // ceil(1000 / 64)
+  for (std::uint64_t r = 0; r < 1024; ++r) {
+    ASSERT_EQ(((words[0][r / 64] >> (r % 64)) & 1U) != 0, r < 1000 && segment.test(r, 0)) << r;
+  }
+}
+
+// A query loads the cell of each hash index: oldest_run() must find the window the slice walk
+// (bit_slice.h's oldest_matching_run) finds over
+// the same bits (each live column's bit of the row its hash index picks, oldest first, expired ones
+// failing), for random validity too, and any_run() / locate_any_run() whether there is one.
+TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
+  std::mt19937_64 rng(85);
+  for (const std::uint32_t k : {1U, 2U, 5U, 16U}) {
+    for (const std::uint32_t width : {1U, 3U, 60U, 100U, 150U, 180U, 200U, 319U}) {
+      if (width > detail::ColumnSegment::max_slices(k)) continue;
+      const std::uint64_t rows = 200;
+      detail::ColumnSegment segment(rows, width, k);
+      std::vector<std::uint32_t> index_of = push_cycling(segment, width, k);
+      for (std::uint32_t i = 0; i < width / 3; ++i) segment.pop();  // a wrapped ring
+      index_of = push_cycling(segment, width / 3, k, index_of);
+      const std::uint32_t columns_c = segment.columns() + 1;
+      for (std::uint32_t i = 0; i < 100 * columns_c; ++i) {
+        segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % columns_c));
+      }
+      for (int trial = 0; trial < 300; ++trial) {
+        const detail::Probes probes(KeyHash{rng()}, k);
+        std::array<std::uint64_t, detail::kMaxProbes> cell_starts{};
+        segment.locate(probes, cell_starts.data());
+        const std::uint32_t n = segment.live();
+        std::vector<std::uint64_t> valid((n + 63) / 64 + 1, 0);
+        std::vector<bool> holds(n);  // by age rank, oldest first
+        const std::uint32_t expired = trial % 2 == 0 ? 0 : static_cast<std::uint32_t>(rng() % (n + 1));
+        for (std::uint32_t age = 0; age < n; ++age) {
+          const std::uint32_t c = segment.column_of_age(age);
+          if (age >= expired) valid[age / 64] |= std::uint64_t{1} << (age % 64);
+          holds[age] = age >= expired && segment.test(segment.row_of(probes, index_of[c]), c);
+        }
+        const std::int64_t window =  // positions newest first, as the filter's slices
+            detail::oldest_matching_run(n, k, [&](std::size_t p) { return static_cast<bool>(holds[n - 1 - p]); });
+        std::array<std::uint64_t, detail::kMaxProbes> by_phase{};
+        segment.valid_by_phase(valid.data(), by_phase.data());
+        const std::int64_t run = segment.oldest_run(cell_starts.data(), by_phase.data());
+        ASSERT_EQ(run < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(k) - run, window)
+            << "k " << k << ", width " << width << ", trial " << trial;
+        ASSERT_EQ(segment.any_run(cell_starts.data(), by_phase.data()), window >= 0);
+        std::array<std::uint64_t, detail::kMaxProbes> fused{};
+        ASSERT_EQ(segment.locate_any_run(probes, by_phase.data(), fused.data()), window >= 0);
+        for (std::uint32_t j = 0; j < k; ++j) ASSERT_EQ(fused[j], cell_starts[j]) << "hash index " << j;
+      }
+    }
+  }
+}
+
+// Retiring the oldest column clears its bit in every row and no other; a repacked segment (another
+// column count, so another cell width) holds the same bits by age.
+TEST(ColumnSegment, PopAndRepackKeepEveryOtherBit) {
+  std::mt19937_64 rng(84);
+  const std::uint64_t rows = 3000;
+  detail::ColumnSegment segment(rows, 100, 4);
+  push_cycling(segment, 100, 4);
+  const std::uint32_t columns_c = segment.columns() + 1;
+  for (int i = 0; i < 60'000; ++i) segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % columns_c));
+  const std::uint32_t oldest = segment.column_of_age(0);
+  detail::ColumnSegment before = segment;
+  segment.pop();
+  for (std::uint32_t c = 0; c < columns_c; ++c) {
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(segment.test(r, c), c != oldest && before.test(r, c)) << c << " " << r;
+    }
+  }
+  for (const std::uint32_t columns : {99U, 180U, 255U}) {
+    const auto copy = segment.repacked(columns);
+    for (std::uint32_t age = 0; age < segment.live(); ++age) {
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(copy->test(r, copy->column_of_age(age)), segment.test(r, segment.column_of_age(age)))
+            << columns << " " << age << " " << r;
+      }
+    }
+  }
+}
+
+// A restore scatters runs of up to 64 columns as their records arrive, several in one sweep, two threads
+// splitting the last by blocks: each call must set exactly its columns' bits, whatever the runs' first
+// columns and widths, and calls over neighbouring block ranges must not touch each other's words.
+TEST(ColumnSegment, ScatteredRunsSplitByBlocksMatchTheBitsOneByOne) {
+  std::mt19937_64 rng(84);
+  for (const std::uint32_t columns : {1U, 3U, 64U, 150U}) {
+    const std::uint64_t rows = 64 * 37 + 5;  // a partial last block
+    std::vector<std::vector<std::uint64_t>> words(columns, std::vector<std::uint64_t>((rows + 63) / 64));
+    for (auto& column : words) {
+      for (auto& word : column) word = rng() & rng();
+      column.back() &= (std::uint64_t{1} << (rows % 64)) - 1;
+    }
+    detail::ColumnSegment segment(rows, columns, 3);
+    push_cycling(segment, columns, 3);
+    std::vector<const std::uint64_t*> pointers;
+    for (const auto& column : words) pointers.push_back(column.data());
+    std::vector<detail::ColumnSegment::ColumnRun> runs;
+    const std::uint32_t first_run = columns % 64 == 0 ? std::min(columns, 64U) : columns % 64;
+    for (std::uint32_t first = 0; first < columns; first = first == 0 ? first_run : first + 64) {
+      const std::uint32_t width = first == 0 ? first_run : 64;
+      runs.push_back({first, std::span<const std::uint64_t* const>(pointers.data() + first, width)});
+    }
+    // Blocks from `split` on: all runs in one sweep; the blocks before it: one run at a time.
+    const std::uint64_t split = rng() % (segment.blocks() + 1);
+    segment.scatter_runs(runs, split, segment.blocks());
+    for (const auto& run : runs) segment.scatter_runs(std::span(&run, 1), 0, split);
+    for (std::uint32_t c = 0; c < columns; ++c) {
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(segment.test(r, c), ((words[c][r / 64] >> (r % 64)) & 1U) != 0) << columns << " " << c << " " << r;
+      }
+    }
+  }
+}
+
+// A restore splits the last run between two threads at shared_word_free(blocks / 2): the rows before the
+// split and the rows from it on must share no word, or the two threads' ORs could lose bits.
+TEST(ColumnSegment, SplitBlocksShareNoWordWithTheRowsBefore) {
+  for (const std::uint32_t columns : {1U, 3U, 5U, 64U, 100U, 150U, 157U, 191U}) {
+    const std::uint64_t rows = 64 * 50 + 7;
+    const detail::ColumnSegment segment(rows, columns, 3);
+    const std::uint64_t w = segment.cell_width();
+    for (std::uint64_t block = 0; block < segment.blocks(); ++block) {
+      const std::uint64_t split = segment.shared_word_free(block);
+      ASSERT_LE(split, block) << columns;
+      if (split == 0) continue;
+      for (std::uint32_t c = 0; c <= segment.columns(); ++c) {
+        const std::uint64_t cell_start = segment.column_base(c) - segment.slot_of(c) + 64 * split * w;
+        const std::uint64_t last_bit_before = cell_start - 1;
+        EXPECT_EQ(cell_start % 64, 0U) << columns << " columns, block " << split;
+        EXPECT_LT(last_bit_before / 64, cell_start / 64) << columns << " columns, block " << split;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bloomgate::filters
