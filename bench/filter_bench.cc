@@ -45,6 +45,7 @@
 #include "k_line_bloom.h"
 #include "key_stream.h"
 #include "split_block_bloom.h"
+#include "tlbf_ramp.h"
 #include "tlbf_sweep.h"
 
 namespace bloomgate::bench {
@@ -958,12 +959,28 @@ int main(int argc, char** argv) {
   app.add_option("--keys-per-ttl", sweep.windows, "time-limited sweep: comma-separated windows (keys per TTL)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  bool ramp = false;
+  std::uint32_t ramp_partitions = 32;
+  app.add_option("--ramp-partitions", ramp_partitions, "filters of the service-shaped case (--ramp)")->check(CLI::PositiveNumber);
+  app.add_flag("--ramp", ramp,
+               "run the service-shaped case instead (tlbf_ramp.h): small filters whose rate grows, several segments "
+               "live; levels from --levels (default 5), error rate the first of --rates (default 1e-3)");
   CLI11_PARSE(app, argc, argv);
   for (double rate : config.rates) {
     if (!(rate > 0 && rate < 1)) {
       std::fprintf(stderr, "filter_bench: error rate %g is not in (0, 1)\n", rate);
       return 2;
     }
+  }
+  if (ramp) {
+    bloomgate::bench::RampConfig r;
+    r.levels = app.count("--levels") > 0 ? sweep.levels : std::vector<std::uint32_t>{5};
+    if (app.count("--rates") > 0) r.rate = config.rates.front();
+    if (app.count("--reps") > 0) r.repetitions = config.repetitions;
+    if (config.quick) r.events = 2'000;
+    r.seed = config.seed;
+    r.partitions = ramp_partitions;
+    return bloomgate::bench::run_ramp(r);
   }
   if (app.count("--levels") + app.count("--keys-per-ttl") > 0) {
     sweep.quick = config.quick;
