@@ -13,6 +13,7 @@
 #include "bloomgate/filters/bit_slice.h"
 #include "column_restore.h"
 #include "popcount.h"
+#include "tlbf_probes.h"
 
 namespace bloomgate::filters {
 namespace {
@@ -97,6 +98,7 @@ TimeLimitedFilter::TimeLimitedFilter(const FilterOptions& options)
       max_slices_(options.max_slices != 0 ? options.max_slices : 4ULL * (params_.k + params_.l)),
       max_slice_bits_(options.max_slice_bits != 0 ? options.max_slice_bits : kDefaultMaxSliceBits),
       max_generation_size_(options.max_generation_size != 0 ? options.max_generation_size : kDefaultMaxGeneration),
+      long_generation_ns_(kLongGenerationPeriods * ttl_ns_ / params_.l),
       last_insert_ns_(kUnstamped),
       latest_now_ns_(kUnstamped) {
   reset(kUnstamped);
@@ -212,7 +214,7 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now
 }
 
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
-  return contains_at(Probes(key, params_.k), clamp(now));
+  return contains_at(detail::probes_by_differences(key, params_.k), clamp(now));
 }
 
 // `located` holds the cells of one segment at a time.
@@ -273,14 +275,14 @@ Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldes
 
 // One segment: the query issues the k cell reads itself, together; several: they are requested first.
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
-  const Probes probes(key, params_.k);
+  const Probes probes = detail::probes_by_differences(key, params_.k);
   LocatedRows located;
   if (segments_.size() > 1) prefetch_first_lines(probes, located);
   return test_and_insert_probes(probes, now, located);
 }
 
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
-  const Probes probes(key, params_.k);
+  const Probes probes = detail::probes_by_differences(key, params_.k);
   LocatedRows located;
   prefetch_first_lines(probes, located);
   Sighting sighting;
@@ -304,14 +306,14 @@ void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std
   std::array<Probes, detail::kBatchLookahead> ahead;
   std::array<LocatedRows, detail::kBatchLookahead> located;
   for (std::size_t i = 0; i < std::min(lookahead, keys.size()); ++i) {
-    ahead[i] = Probes(keys[i], params_.k);
+    ahead[i] = detail::probes_by_differences(keys[i], params_.k);
     prefetch_first_lines(ahead[i], located[i]);
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
     Probes& probes = ahead[i % lookahead];
     present[i] = test_and_insert_probes(probes, now[i], located[i % lookahead]);
     if (i + lookahead < keys.size()) {
-      probes = Probes(keys[i + lookahead], params_.k);
+      probes = detail::probes_by_differences(keys[i + lookahead], params_.k);
       prefetch_first_lines(probes, located[i % lookahead]);
     }
   }
@@ -323,7 +325,7 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
   } else if (elapsed(now_ns, last_insert_ns_) > ttl_ns_) {
     reset(now_ns);  // every slice has expired: start afresh rather than revive stale bits
   } else if (generation_remaining_ > 0 && generation_inserted_ > 0 &&
-             elapsed(now_ns, generation_start_ns_) > kLongGenerationPeriods * ttl_ns_ / params_.l) {
+             elapsed(now_ns, generation_start_ns_) > long_generation_ns_) {
     end_generation_early();
   }
   if (generation_remaining_ == 0) slide(now_ns);
@@ -654,6 +656,7 @@ std::unique_ptr<TimeLimitedFilter> TimeLimitedFilter::from_meta(const Record& me
   f->level_ = r.u32("level");
   f->ttl_ns_ = r.i64("ttl");
   if (f->ttl_ns_ <= 0) throw FormatError("time-limited filter has a non-positive TTL");
+  f->long_generation_ns_ = kLongGenerationPeriods * f->ttl_ns_ / f->params_.l;
   f->error_rate_ = r.f64("error rate");
   f->expected_per_ttl_ = r.u64("expected per ttl");
   f->refresh_on_duplicate_ = r.u8("refresh on duplicate") != 0;

@@ -157,6 +157,7 @@ class TimeLimitedFilter final : public Filter {
   std::uint64_t max_slices_ = 0;
   std::uint64_t max_slice_bits_ = 0;
   std::uint64_t max_generation_size_ = 0;
+  std::int64_t long_generation_ns_ = 0;  // a generation this old ends at its next insertion (not persisted)
 
   std::deque<detail::ColumnSlice> slices_;
   std::vector<std::unique_ptr<detail::ColumnSegment>> segments_;  // oldest first; slices go to the last
