@@ -70,21 +70,19 @@ void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const
   }
 }
 
-// Every run holds one column of each phase, so a phase whose cell is zero rules out every run: at low
-// levels (cells of 2 to 4 bits) most absent keys stop there.
+// run_words() without the words: whether any run holds the key, OR_b (S_b & P_b moved down a slot), in one
+// pass that keeps only the running prefix. A phase whose cell is zero clears every S_b or P_b after it, so
+// no branch is needed for it.
 bool ColumnSegment::runs_exist(const std::uint64_t* x) const noexcept {
-  std::uint64_t all = cell_mask_;
-  bool some_zero = false;
-  for (std::uint32_t b = 0; b < k_; ++b) {
-    some_zero |= x[b] == 0;
-    all &= x[b];
+  std::array<std::uint64_t, kMaxProbes + 1> suffix;
+  suffix[k_] = cell_mask_;
+  for (std::uint32_t b = k_; b-- > 0;) suffix[b] = suffix[b + 1] & x[b];
+  std::uint64_t any = suffix[0];  // runs within one slot
+  std::uint64_t prefix = cell_mask_;
+  for (std::uint32_t b = 1; b < k_; ++b) {
+    prefix &= x[b - 1];
+    any |= suffix[b] & ((prefix >> 1) | ((prefix & 1U) << (width_ - 1)));
   }
-  if (some_zero) return false;
-  if (all != 0) return true;  // a run within one slot
-  std::array<std::uint64_t, kMaxProbes> runs;
-  run_words(x, runs.data());
-  std::uint64_t any = 0;
-  for (std::uint32_t b = 1; b < k_; ++b) any |= runs[b];
   return any != 0;
 }
 
