@@ -54,6 +54,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/fpr.h"
 #include "bloomgate/filters/options.h"
+#include "bloomgate/filters/tlbf_sizing.h"
 
 namespace bloomgate::filters {
 
@@ -101,6 +102,7 @@ class TimeLimitedFilter final : public Filter {
   static std::unique_ptr<TimeLimitedFilter> from_meta(const Record& meta, std::vector<std::uint64_t>& ids);
   std::string meta_record() const;
 
+  static std::int64_t long_generation(std::int64_t ttl_ns, std::uint32_t l) noexcept;
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
@@ -123,7 +125,6 @@ class TimeLimitedFilter final : public Filter {
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   // Rows of a segment opened for slices of `bits` bits, the newest segment having `newest_rows`.
   std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const;
-  void record_ask(std::uint64_t bits) noexcept;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
   void grow(detail::ColumnSegment& segment);
   void resize(detail::ColumnSegment& segment, std::uint32_t columns);
@@ -170,10 +171,7 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t latest_now_ns_;              // the clamp: time never runs backwards
   std::uint64_t next_slice_id_ = 1;
   std::vector<std::uint64_t> dropped_slice_ids_;  // since the last persisted checkpoint
-  // The sizes eq (8) asked for at the slides (segment_rows): their running mean and variance, not persisted.
-  std::uint64_t asks_seen_ = 0;
-  double ask_mean_ = 0;
-  double ask_variance_ = 0;
+  tlbf::AskSpread ask_spread_;  // the sizes asked at the slides (segment_rows), not persisted
 
   // Which slices are valid (oldest first), for every `now` in (valid_after_ns_, valid_until_ns_] at
   // layout_version_: slices expire about once per generation, so queries rarely recompute it.
