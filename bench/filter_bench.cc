@@ -544,7 +544,7 @@ void print_rate(const RateReport& r) {
                 in.k);
     if (entry->type == FilterType::kTimeLimited) {
       // The slices of one size form a segment of phase tables (column_segment.h): one cell per hash index.
-      std::printf("  %-16s   that models the b.5 walk; the filter's slices of one size form one segment, and a query "
+      std::printf("  %-16s   that models the walk; the filter's slices of one size form one segment, and a query "
                   "loads\n  %-16s   k=%u cells of ~%" PRIu64 " bits, one per hash index (one line each, all independent), "
                   "and the insertion sets bits in the same cells\n",
                   "", "", in.k, (in.slices + in.k) / in.k);

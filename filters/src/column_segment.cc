@@ -216,7 +216,7 @@ void ColumnSegment::or_block(std::uint64_t block, const std::uint64_t* in, std::
 
 // Recursive block swaps: at step J, the top-right J x J blocks trade places with the bottom-left ones. Every
 // step works on four words at a time (GCC vector extensions; AVX2 where the CPU has it, chosen at load time):
-// a restore transposes every 64 x 64 block of a filter, and the scalar form was most of it.
+// a restore transposes every 64 x 64 block of a filter (docs/decisions/tlbf-phase-tables.md, "Persistence").
 using FourWords = std::uint64_t __attribute__((vector_size(32)));
 
 template <unsigned J, std::uint64_t Mask>
@@ -237,8 +237,7 @@ inline void wide_swap_step(std::uint64_t* a) noexcept {
 }
 
 // J = 2 and J = 1 pair words within four: eight words at a time, regrouped by shuffles into the four that
-// move and their four partners (restore's scatter of 156 columns, in cache: 0.107 ms per 16,384 rows against
-// 0.114 with these two steps scalar).
+// move and their four partners.
 template <unsigned J, std::uint64_t Mask>
 inline void narrow_swap_step(std::uint64_t* a) noexcept {
   using Index = long long __attribute__((vector_size(32)));

@@ -23,10 +23,10 @@ using detail::Probes;
 
 constexpr std::uint64_t kDefaultMaxSliceBits = 1ULL << 33;
 constexpr std::uint64_t kDefaultMaxGeneration = 1ULL << 32;
-// Completed generations the rate estimate of eq (6) averages over: at least kRateWindow, and more while
-// they hold fewer than kMinRateInsertions insertions and span at most T / kMaxRateSpanPerTtl. Small filters'
-// generations are small, and a rate counted over 8 of them is noisy (4% at 10,000 keys per TTL and level 6,
-// Poisson arrivals), which would make eq (8)'s sizes jump past the segment's and open segments.
+// Completed generations the target generation's rate estimate averages over: at least kRateWindow, and
+// more while they hold fewer than kMinRateInsertions insertions and span at most T / kMaxRateSpanPerTtl.
+// Small filters' generations are small, and a rate counted over 8 of them is noisy enough to make the slice
+// sizes jump past the segment's and open segments (docs/decisions/tlbf-phase-tables.md, "Sizes").
 constexpr std::size_t kRateWindow = 8;
 constexpr double kMinRateInsertions = 1024;
 constexpr std::int64_t kMaxRateSpanPerTtl = 4;
@@ -77,11 +77,11 @@ TimeLimitedFilter::~TimeLimitedFilter() = default;
 
 std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.size(); }
 
-// Creation state (c.4): k+l slices sized for expected_per_ttl keys per T, S[k] stamped as the end of
-// "generation 0" so the first rate measurement has a reference point.
-// The slices share one segment of k+l columns. A filter that later keeps k+l+1 slices grows it once
-// (grow()); with shared sizes a steady filter keeps k+l: its slices are a little larger than eq (8) asks,
-// so the oldest has often expired by the next slide.
+// Creation (docs/filters.md, "Insertion, generations and slides"): k+l slices sized for expected_per_ttl keys per T,
+// S[k] stamped as the end of "generation 0" so the first rate measurement has a reference point. The slices share one
+// segment of k+l columns. A filter that later keeps k+l+1 slices grows it once (grow()); with shared sizes a steady
+// filter keeps k+l: its slices are a little larger than the slice size asks, so the oldest has often expired by the
+// next slide.
 void TimeLimitedFilter::reset(std::int64_t now_ns) {
   for (const BitSlice& slice : slices_) dropped_slice_ids_.push_back(slice.id);
   slices_.clear();
@@ -108,7 +108,7 @@ std::int64_t TimeLimitedFilter::clamp(TimePoint now) const noexcept {
   return std::max(to_epoch_nanos(now), latest_now_ns_);
 }
 
-// A slice still being written counts as stamped with the last insertion (c.9), so an idle filter
+// A slice still being written counts as stamped with the last insertion, so an idle filter
 // forgets its current generation like every other.
 bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) const noexcept {
   const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
@@ -120,8 +120,8 @@ bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) c
   return oldest_window(probes, now_ns, nullptr, false) >= 0;
 }
 
-// b.5's answer. One segment (a steady rate): the runs of k found among the key's k cells
-// (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the b.5 walk.
+// The walk's answer. One segment (a steady rate): the runs of k found among the key's k cells
+// (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the walk.
 std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located,
                                               bool oldest) const {
   const std::size_t n = slices_.size();
@@ -246,7 +246,8 @@ Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldes
   return Duration{std::max<std::int64_t>(0, elapsed(now_ns, recorded))};
 }
 
-// One segment: the query issues the k cell reads itself, together; several: they are requested first.
+// One segment: the query issues the k cell reads itself, together; several: the first ones are requested
+// before the walk.
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
   const Probes probes = detail::probes_by_differences(key, params_.k);
   LocatedRows located;
@@ -338,8 +339,8 @@ void TimeLimitedFilter::end_generation_early() {
   ++layout_version_;
 }
 
-// c.6 SLIDE: measure the rate (eq 6), retire the expired tail, shift or grow, install a new slice sized
-// for the target rate (eq 7, 8), then size the next generation (eq 5).
+// The slide (docs/filters.md, "Insertion, generations and slides"): measure the rate, retire the expired
+// tail, shift or grow, install a new slice sized for the target rate, then size the next generation.
 void TimeLimitedFilter::slide(std::int64_t now_ns) {
   const std::uint64_t target = target_generation_size();
   retire_expired_tail(now_ns);
@@ -355,11 +356,11 @@ void TimeLimitedFilter::slide(std::int64_t now_ns) {
   generation_start_ns_ = now_ns;
 }
 
-// Eq (6): g* = ceil(rate * (T/l)) + 1. The reference measures the rate over the generation that just
-// ended alone; with small generations and bursty arrivals that estimate is noisy, and the early end of
-// over-long generations (insert()) only cuts one side of the noise, so generations would come out short
-// on average and the filter would sit above k+l slices. The rate is therefore measured over the last
-// kRateWindow completed generations, read off the slices' stamps and generation sizes (at least 1 ns).
+// The target generation (docs/filters.md): ceil(rate * T / l) + 1. The reference measures the rate over the generation
+// that just ended alone; with small generations and bursty arrivals that estimate is noisy, and the early end of
+// over-long generations (insert()) only cuts one side of the noise, so generations would come out short on average and
+// the filter would sit above k+l slices. The rate is therefore measured over the last kRateWindow completed
+// generations, read off the slices' stamps and generation sizes (at least 1 ns).
 std::uint64_t TimeLimitedFilter::target_generation_size() const {
   const std::size_t newest = params_.k - 1;
   std::size_t oldest = newest;
@@ -409,8 +410,8 @@ void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, s
                                          bool exact_size) {
   if (segments_.empty() || !tlbf::shares_rows(segments_.back()->rows(), bits, exact_size)) {
     // A segment grows one slot (k columns) at a time, so the one left behind has fewer than k free columns:
-    // it keeps them rather than be copied (a copy transposes all its cells; trimming every segment a rate
-    // ramp left behind cost service_bench's filters ~1,300 ns per event).
+    // it keeps them rather than be copied: a copy transposes all its cells (docs/decisions/tlbf-phase-tables.md,
+    // "Several segments: the walk").
     const std::uint64_t newest_rows = segments_.empty() ? bits : segments_.back()->rows();
     open_segment(exact_size ? bits : segment_rows(bits, newest_rows), 1);
   }
