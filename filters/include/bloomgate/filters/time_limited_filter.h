@@ -14,7 +14,7 @@
 // index into tables of small cells, so a query loads one cell per hash index (k independent reads,
 // requested together) instead of walking up to k+l slices one dependent miss after another, and finds the
 // runs of k among those k words; it answers exactly as the walk. To share, the slice size is rounded to
-// the newest segment's when within -1/8..+1/64 of it (time_limited_filter.cc explains the bias), so at a
+// the newest segment's when within -1/8..+1/64 of it (docs/filters.md, "Segments", explains the bias), so at a
 // steady rate all slices live in one segment, at every size. With several segments (for up to a TTL after
 // the rate changed) a query walks the slices (docs/filters.md, "The query"). Records hold each slice's own
 // words.
