@@ -166,8 +166,9 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now
   valid_after_ns_ = std::numeric_limits<std::int64_t>::min();
   valid_until_ns_ = std::numeric_limits<std::int64_t>::max();
   valid_has_expired_unstamped_ = false;
-  for (std::size_t p = 0; p < n; ++p) {
-    const BitSlice& slice = slices_[p];
+  std::size_t p = 0;
+  for (auto it = slices_.begin(); it != slices_.end(); ++it, ++p) {  // no deque index: it divides
+    const BitSlice& slice = *it;
     const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
     const std::int64_t deadline =
         stamp == kUnstamped ? std::numeric_limits<std::int64_t>::max() : saturating_add(stamp, ttl_ns_);
