@@ -1,6 +1,6 @@
 // File: bench/burst_bench.cc
 //
-// The rate-burst benchmark (issue 2's "during a 100x rate jump"): a time-limited filter sized for a base
+// The rate-burst benchmark ("during a 100x rate jump": the FPR bound while a new rate phases in): a time-limited filter sized for a base
 // rate gets three TTLs at that rate, one TTL at 100x, then three more TTLs at the base rate, in simulated
 // time. Every 1/20 TTL it records the measured false-positive rate (contains() of keys never inserted),
 // the filter's own estimate, its slice count, its memory and its bits per key in the window. The targets
@@ -196,7 +196,7 @@ void print(const Config& c, const Run& run, const Targets& t) {
     std::printf("  %7.2f %5.0fx %7" PRIu64 " %12.3e %12.3e %9.3f %9.2f\n", s.t_ttls, s.rate_multiple, s.slices,
                 s.measured_fpr, s.estimated_fpr, s.mib, s.bits_per_key);
   }
-  std::printf("\nTARGETS (issue 2)\n");
+  std::printf("\nTARGETS\n");
   std::printf("  %-58s %8.2fx  limit 1.10x  %s\n", "FPR at steady state, last TTL before the burst / target (mean)",
               t.steady_fpr_ratio, verdict(t.steady_fpr_ratio, 1.1));
   std::printf("  %-58s %8.2fx  limit 2.00x  %s\n", "FPR during the jump and one TTL after / target (max)",

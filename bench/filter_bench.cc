@@ -41,10 +41,12 @@
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
 #include "exact_ttl_set.h"
+#include "filter_bench.h"
 #include "json_writer.h"
 #include "k_line_bloom.h"
 #include "key_stream.h"
 #include "split_block_bloom.h"
+#include "tlbf_ramp.h"
 #include "tlbf_sweep.h"
 
 namespace bloomgate::bench {
@@ -56,119 +58,6 @@ using filters::FilterOptions;
 using filters::FilterType;
 using filters::KeyHash;
 using filters::TimePoint;
-
-constexpr double kMiB = 1024.0 * 1024.0;
-
-// ------------------------------------------------------------------------------------------------------
-// The filter table: one row per filter type, all built through make_filter(). A type make_filter() does
-// not build yet (std::invalid_argument) prints as "n/a" and is picked up automatically once it exists.
-
-enum class OutOfCacheSize {
-  kFull,     // the --out-of-cache-mib stream (256 MiB of time-limited filter by default)
-  kReduced,  // the --slow-out-of-cache-mib stream: for types too slow or too large for the full size
-};
-
-struct FilterEntry {
-  const char* name;  // as filters::filter_type_name()
-  FilterType type;
-  OutOfCacheSize out_of_cache;
-};
-
-constexpr FilterEntry kFilterTable[] = {
-    {"time_limited", FilterType::kTimeLimited, OutOfCacheSize::kFull},
-    {"age_partitioned", FilterType::kAgePartitioned, OutOfCacheSize::kReduced},
-    {"continuous", FilterType::kContinuous, OutOfCacheSize::kReduced},
-    {"bloom", FilterType::kBloom, OutOfCacheSize::kReduced},
-    {"scalable", FilterType::kScalable, OutOfCacheSize::kReduced},
-    {"spectral", FilterType::kSpectral, OutOfCacheSize::kReduced},
-};
-
-// ------------------------------------------------------------------------------------------------------
-// Settings and results.
-
-struct Config {
-  bool quick = false;
-  std::vector<std::string> filters;
-  std::vector<double> rates = {1e-2, 1e-3, 1e-4};
-  double in_cache_mib = 1;
-  double out_of_cache_mib = 256;
-  double slow_out_of_cache_mib = 32;
-  double exact_max_mib = 2048;  // the exact TTL set runs out of cache only when its estimate fits
-  std::string json;
-  std::uint64_t seed = 0x5eed'b100'6a7eULL;
-  double warmup_ttls = 3;              // in cache: bits per element and FPR are sampled after it
-  double out_of_cache_warmup_ttls = 1.25;  // out of cache: enough to replace every slice of the creation state
-  int repetitions = 5;
-  std::uint64_t block_in_cache = 200'000;
-  std::uint64_t block_out_of_cache = 400'000;
-  std::uint64_t min_fpr_probes = 1'000'000;  // at least 10 / error rate in any case
-};
-
-// One stream size: keys per TTL and what the stream is for.
-struct StreamPlan {
-  std::string label;  // "in cache", "out of cache", "out of cache (reduced)"
-  std::uint64_t keys_per_ttl = 0;
-  double target_mib = 0;
-  bool measure_quality = false;  // bits per element and FPR (done on the in-cache stream)
-  std::uint64_t block_events = 0;  // per timed block; all blocks together span at most half a TTL
-  double warmup_ttls = 0;
-  // Out of cache only: the warm-up skips the repeats. A repeat is of a key inserted less than a TTL ago, so
-  // every filter reports it present and changes nothing (no refresh); skipping it saves 30% of the warm-up.
-  bool warmup_skips_repeats = false;
-};
-
-struct FilterResult {
-  bool available = false;
-  std::string note;  // why it is n/a, or an error
-  double mib = kNaN;
-  Timing timing;
-  Timing batch_timing;  // test_and_insert_batch, kBatchKeys keys per call
-  std::uint64_t slices = 0;
-  std::uint32_t k = 0;
-  std::uint32_t l = 0;
-  double bits_per_element = kNaN;  // after warm-up (three TTLs)
-  double bits_per_element_mean = kNaN;  // sampled over the following TTL
-  double bits_per_element_max = kNaN;
-  std::uint64_t distinct_in_window = 0;
-  double fpr = kNaN;
-  std::uint64_t fpr_probes = 0;
-  std::uint64_t false_positives = 0;
-  double estimated_fpr = kNaN;  // stats().estimated_fpr at the end
-  // Sliced filters (l > 0): slices an absent-key query probes, modelled from the measured slice fills.
-  double model_absent_probes = kNaN;
-};
-
-struct SbbfResult {
-  double mib = kNaN;
-  double bits_per_key = kNaN;
-  Timing timing;
-  Timing batch_timing;
-  double fpr = kNaN;
-  std::uint64_t fpr_probes = 0;
-};
-
-struct ExactResult {
-  bool ran = false;
-  std::string note;
-  double mib = kNaN;
-  std::uint64_t entries = 0;
-  double bytes_per_entry = kNaN;
-  Timing timing;
-};
-
-// The k-line floor (k_line_bloom.h): out-of-cache streams only.
-struct FloorResult {
-  bool ran = false;
-  std::uint32_t k = 0;
-  double mib = kNaN;
-  Timing timing;
-};
-
-struct Baselines {
-  SbbfResult sbbf;
-  ExactResult exact;
-  FloorResult floor;
-};
 
 // ------------------------------------------------------------------------------------------------------
 // Measurement helpers.
@@ -190,7 +79,6 @@ std::uint64_t fpr_probe_count(double rate, const Config& config) {
 TimePoint at(std::int64_t ns) { return filters::from_epoch_nanos(ns); }
 
 // Keys per test_and_insert_batch call: about one consumer poll's worth.
-constexpr std::size_t kBatchKeys = 1024;
 
 // Like time_blocks, for the batch API: `op(keys, times, present)` is called on spans of kBatchKeys events.
 template <typename BatchOp>
@@ -440,370 +328,6 @@ ExactResult run_exact(const StreamPlan& plan, const Config& config) {
 }
 
 // ------------------------------------------------------------------------------------------------------
-// Reporting.
-
-struct RateReport {
-  double rate = 0;
-  std::vector<StreamPlan> plans;                    // [0] in cache, [1] full out of cache, [2] reduced
-  std::map<std::uint64_t, Baselines> baselines;     // by keys per TTL
-  std::vector<std::pair<const FilterEntry*, FilterResult>> in_cache;
-  std::vector<std::pair<const FilterEntry*, FilterResult>> out_of_cache;
-};
-
-std::string fmt(const char* format, double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-double ratio(double a, double b) { return std::isfinite(a) && std::isfinite(b) && b > 0 ? a / b : kNaN; }
-
-double low_end_bits_per_element(double rate) {
-  // Seed 001 Table 2, low end: 19, 26 and 32 bits per element at 1e-2, 1e-3 and 1e-4.
-  if (std::fabs(rate - 1e-2) < 1e-12) return 19;
-  if (std::fabs(rate - 1e-3) < 1e-12) return 26;
-  if (std::fabs(rate - 1e-4) < 1e-13) return 32;
-  return kNaN;
-}
-
-const StreamPlan& plan_for(const RateReport& r, OutOfCacheSize size) {
-  return size == OutOfCacheSize::kFull ? r.plans[1] : r.plans[2];
-}
-
-// The batch API against the split-block filter batched the same way (same lookahead), on the same streams.
-void print_batches(const RateReport& r) {
-  std::printf("  %-16s   test_and_insert_batch, %zu keys per call; split_block batched alike (block requested %zu keys "
-              "ahead)\n", "batch:", kBatchKeys, filters::detail::kBatchLookahead);
-  for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
-    const FilterResult& in = r.in_cache[i].second;
-    const FilterResult& oc = r.out_of_cache[i].second;
-    if (!in.available) continue;
-    const double in_sbbf = r.baselines.at(r.plans[0].keys_per_ttl).sbbf.batch_timing.median_ns;
-    const double oc_sbbf = r.baselines.at(plan_for(r, r.in_cache[i].first->out_of_cache).keys_per_ttl)
-                               .sbbf.batch_timing.median_ns;
-    std::printf("  %-16s   in cache %9s ns/op %6s xSBBF batch | out of cache %9s ns/op %6s xSBBF batch\n",
-                r.in_cache[i].first->name, fmt("%.1f", in.batch_timing.median_ns).c_str(),
-                fmt("%.2f", ratio(in.batch_timing.median_ns, in_sbbf)).c_str(),
-                fmt("%.1f", oc.batch_timing.median_ns).c_str(),
-                fmt("%.2f", ratio(oc.batch_timing.median_ns, oc_sbbf)).c_str());
-  }
-}
-
-void print_rate(const RateReport& r) {
-  std::printf("\n=== error rate %.0e ===\n", r.rate);
-  for (const StreamPlan& p : r.plans) {
-    const std::uint64_t events = KeyStream::events_per_ttl_for(p.keys_per_ttl);
-    std::printf("  stream %-24s %11" PRIu64 " keys/TTL (%" PRIu64 " events/TTL, TTL %.3f s simulated), "
-                "time-limited filter sized ~%.2f MiB\n",
-                (p.label + ":").c_str(), p.keys_per_ttl, events,
-                static_cast<double>(events) * static_cast<double>(kEventSpacingNs) * 1e-9,
-                p.target_mib);
-  }
-  const Baselines& in_base = r.baselines.at(r.plans[0].keys_per_ttl);
-  const double exact_mib = in_base.exact.mib;
-  std::printf("\n  %-16s | %-32s | %-50s | %-17s | %-31s | %-10s\n", "", "in cache", "out of cache",
-              "bits/elem (in c.)", "measured FPR (in cache)", "memory");
-  std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s %7s | %7s %9s | %9s %15s %5s | %10s\n", "filter",
-              "MiB", "ns/op", "xSBBF", "dup%", "MiB", "ns/op", "xSBBF", "dup%", "b/elem", "stream", "b/elem",
-              "/log2(1/e)", "FPR", "fp/probes", "/e", "exact/this");
-  for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
-    const FilterEntry& entry = *r.in_cache[i].first;
-    const FilterResult& in = r.in_cache[i].second;
-    const FilterResult& oc = r.out_of_cache[i].second;
-    if (!in.available) {
-      std::printf("  %-16s | n/a (%s)\n", entry.name, in.note.c_str());
-      continue;
-    }
-    const StreamPlan& oc_plan = plan_for(r, entry.out_of_cache);
-    const Baselines& oc_base = r.baselines.at(oc_plan.keys_per_ttl);
-    char probes[40];
-    std::snprintf(probes, sizeof probes, "%" PRIu64 "/%" PRIu64, in.false_positives, in.fpr_probes);
-    std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s %7s | %7s %9s | %9s %15s %5s | %10s\n",
-                entry.name, fmt("%.2f", in.mib).c_str(), fmt("%.1f", in.timing.median_ns).c_str(),
-                fmt("%.2f", ratio(in.timing.median_ns, in_base.sbbf.timing.median_ns)).c_str(),
-                fmt("%.1f", 100 * in.timing.present_fraction).c_str(),
-                oc.available ? fmt("%.1f", oc.mib).c_str() : "n/a", fmt("%.1f", oc.timing.median_ns).c_str(),
-                fmt("%.2f", ratio(oc.timing.median_ns, oc_base.sbbf.timing.median_ns)).c_str(),
-                fmt("%.1f", 100 * oc.timing.present_fraction).c_str(), fmt("%.2f", oc.bits_per_element).c_str(),
-                entry.out_of_cache == OutOfCacheSize::kFull ? "full" : "reduced",
-                fmt("%.2f", in.bits_per_element).c_str(),
-                fmt("%.2f", in.bits_per_element / std::log2(1.0 / r.rate)).c_str(), fmt("%.3e", in.fpr).c_str(),
-                probes, fmt("%.2f", in.fpr / r.rate).c_str(),
-                fmt("%.1f", ratio(exact_mib, in.mib)).c_str());
-    if (!oc.available && !oc.note.empty()) std::printf("  %-16s   out of cache: %s\n", "", oc.note.c_str());
-  }
-  // Why the sliced filters cost what they cost: cache lines per operation, modelled.
-  for (const auto& [entry, in] : r.in_cache) {
-    if (!in.available || !std::isfinite(in.model_absent_probes)) continue;
-    std::printf("  %-16s   k=%u l=%u, %" PRIu64 " slices: an absent-key query reads ~%.1f slices (model from measured "
-                "fills) and an insertion writes k=%u,\n  %-16s   so out of cache a new key costs ~%.1f separate cache "
-                "lines and a repeat at least %u; the split-block filter costs 1\n",
-                entry->name, in.k, in.l, in.slices, in.model_absent_probes, in.k, "", in.model_absent_probes + in.k,
-                in.k);
-    if (entry->type == FilterType::kTimeLimited) {
-      // The slices of one size form a segment of phase tables (column_segment.h): one cell per hash index.
-      std::printf("  %-16s   that models the b.5 walk; the filter's slices of one size form one segment, and a query "
-                  "loads\n  %-16s   k=%u cells of ~%" PRIu64 " bits, one per hash index (one line each, all independent), "
-                  "and the insertion sets bits in the same cells\n",
-                  "", "", in.k, (in.slices + in.k) / in.k);
-    }
-  }
-  print_batches(r);
-  // Baselines, one line per stream they ran on.
-  std::printf("  %-16s\n", "baselines:");
-  for (const StreamPlan& p : r.plans) {
-    const auto it = r.baselines.find(p.keys_per_ttl);
-    if (it == r.baselines.end()) continue;
-    const Baselines& b = it->second;
-    std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op (batch %s)  dup %5s%%  %.2f bits/key", "split_block",
-                p.label.c_str(), b.sbbf.mib, fmt("%.1f", b.sbbf.timing.median_ns).c_str(),
-                fmt("%.1f", b.sbbf.batch_timing.median_ns).c_str(),
-                fmt("%.1f", 100 * b.sbbf.timing.present_fraction).c_str(), b.sbbf.bits_per_key);
-    if (p.measure_quality) std::printf("  FPR %s at design load", fmt("%.3e", b.sbbf.fpr).c_str());
-    std::printf("\n");
-    if (b.floor.ran) {
-      std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op  dup %5s%%  k=%u lines per key, requested together: %s x "
-                  "split_block\n",
-                  "k_line_floor", p.label.c_str(), b.floor.mib, fmt("%.1f", b.floor.timing.median_ns).c_str(),
-                  fmt("%.1f", 100 * b.floor.timing.present_fraction).c_str(), b.floor.k,
-                  fmt("%.2f", ratio(b.floor.timing.median_ns, b.sbbf.timing.median_ns)).c_str());
-    }
-    if (b.exact.ran) {
-      std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op  dup %5s%%  %" PRIu64 " entries, %.1f bytes/entry (counted)\n",
-                  "exact_ttl_set", p.label.c_str(), b.exact.mib, fmt("%.1f", b.exact.timing.median_ns).c_str(),
-                  fmt("%.1f", 100 * b.exact.timing.present_fraction).c_str(), b.exact.entries, b.exact.bytes_per_entry);
-    } else if (!b.exact.note.empty()) {
-      std::printf("  %-16s   %-24s %s\n", "exact_ttl_set", p.label.c_str(), b.exact.note.c_str());
-    }
-  }
-}
-
-struct Target {
-  std::string name;
-  double reached = kNaN;
-  double limit = kNaN;
-  bool at_most = true;  // reached <= limit passes; otherwise reached >= limit passes
-  std::string unit;
-};
-
-std::vector<Target> targets(const std::vector<RateReport>& reports) {
-  std::vector<Target> out;
-  for (const RateReport& r : reports) {
-    const FilterResult* in = nullptr;
-    const FilterResult* oc = nullptr;
-    for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
-      if (r.in_cache[i].first->type == FilterType::kTimeLimited) {
-        in = &r.in_cache[i].second;
-        oc = &r.out_of_cache[i].second;
-      }
-    }
-    if (in == nullptr || !in->available) continue;
-    char rate[16];
-    std::snprintf(rate, sizeof rate, "%.0e", r.rate);
-    const std::string at_rate = std::string(" @") + rate;
-    out.push_back({"time_limited bits/elem <= Table 2 low end" + at_rate, in->bits_per_element,
-                   low_end_bits_per_element(r.rate), true, ""});
-    out.push_back({"time_limited measured FPR <= 1.1 x target" + at_rate, in->fpr / r.rate, 1.1, true, "x"});
-    const double sbbf_oc = r.baselines.at(r.plans[1].keys_per_ttl).sbbf.timing.median_ns;
-    const double speed = ratio(oc->timing.median_ns, sbbf_oc);
-    out.push_back({"time_limited out of cache <= 4 x SBBF ns/op" + at_rate, speed, 4.0, true, "x"});
-    out.push_back({"  (aim) out of cache <= 2.5 x SBBF ns/op" + at_rate, speed, 2.5, true, "x"});
-    // Not a target of its own: whether any filter reading the time-limited filter's k lines per key, and
-    // doing nothing else, would meet the 4 x above (k_line_bloom.h).
-    const FloorResult& floor = r.baselines.at(r.plans[1].keys_per_ttl).floor;
-    out.push_back({"  (floor) k lines per key, no other work, <= 4 x SBBF" + at_rate,
-                   ratio(floor.timing.median_ns, sbbf_oc), 4.0, true, "x"});
-    const double sbbf_batch = r.baselines.at(r.plans[1].keys_per_ttl).sbbf.batch_timing.median_ns;
-    const double batch_speed = ratio(oc->batch_timing.median_ns, sbbf_batch);
-    out.push_back({"  (batch) out of cache <= 4 x SBBF batch ns/op" + at_rate, batch_speed, 4.0, true, "x"});
-    const double exact_mib = r.baselines.at(r.plans[0].keys_per_ttl).exact.mib;
-    out.push_back({"time_limited memory >= 10 x less than exact TTL set" + at_rate, ratio(exact_mib, in->mib), 10.0,
-                   false, "x"});
-  }
-  return out;
-}
-
-bool passes(const Target& t) {
-  return std::isfinite(t.reached) && std::isfinite(t.limit) && (t.at_most ? t.reached <= t.limit : t.reached >= t.limit);
-}
-
-void print_targets(const std::vector<Target>& ts) {
-  std::printf("\n=== targets ===\n  %-62s %12s %10s  %s\n", "target", "reached", "limit", "result");
-  for (const Target& t : ts) {
-    std::printf("  %-62s %11s%1s %9s%1s  %s\n", t.name.c_str(), fmt("%.2f", t.reached).c_str(), t.unit.c_str(),
-                fmt("%.2f", t.limit).c_str(), t.unit.c_str(), passes(t) ? "PASS" : "MISS");
-  }
-}
-
-// ------------------------------------------------------------------------------------------------------
-// JSON: json_writer.h (flat figures, NaN as null).
-
-void json_timing(Json& j, const char* key, const Timing& t) {
-  j.open(key, '{');
-  j.num("ns_per_op_median", t.median_ns);
-  j.num("ns_per_op_min", t.min_ns);
-  j.num("ns_per_op_max", t.max_ns);
-  j.num("duplicate_fraction", t.present_fraction);
-  j.u64("operations", t.operations);
-  j.close('}');
-}
-
-void json_filter(Json& j, const char* key, const FilterResult& f, double sbbf_ns, double sbbf_batch_ns,
-                 double exact_mib) {
-  j.open(key, '{');
-  j.boolean("available", f.available);
-  j.str("note", f.note);
-  if (f.available) {
-    j.num("mib", f.mib);
-    j.u64("slices", f.slices);
-    j.u64("k", f.k);
-    j.u64("l", f.l);
-    json_timing(j, "timing", f.timing);
-    j.num("ns_ratio_vs_split_block", ratio(f.timing.median_ns, sbbf_ns));
-    json_timing(j, "batch_timing", f.batch_timing);
-    j.num("batch_ns_ratio_vs_split_block_batch", ratio(f.batch_timing.median_ns, sbbf_batch_ns));
-    j.num("bits_per_element", f.bits_per_element);
-    j.num("bits_per_element_mean_next_ttl", f.bits_per_element_mean);
-    j.num("bits_per_element_max_next_ttl", f.bits_per_element_max);
-    j.u64("distinct_keys_in_window", f.distinct_in_window);
-    j.num("measured_fpr", f.fpr);
-    j.u64("fpr_probes", f.fpr_probes);
-    j.u64("false_positives", f.false_positives);
-    j.num("estimated_fpr", f.estimated_fpr);
-    j.num("model_absent_query_slice_probes", f.model_absent_probes);
-    j.num("memory_ratio_exact_over_filter", ratio(exact_mib, f.mib));
-  }
-  j.close('}');
-}
-
-std::string to_json(const Config& config, const std::vector<RateReport>& reports, const std::vector<Target>& ts) {
-  Json j;
-  j.open(nullptr, '{');
-  j.str("benchmark", "filter_bench");
-  j.boolean("quick", config.quick);
-  j.u64("seed", config.seed);
-  j.num("warmup_ttls_in_cache", config.warmup_ttls);
-  j.num("warmup_ttls_out_of_cache", config.out_of_cache_warmup_ttls);
-  j.num("new_key_fraction", kNewFraction);
-  j.str("exact_ttl_set_memory", "counted: malloc_usable_size + 8 B chunk header per allocation");
-  j.open("rates", '[');
-  for (const RateReport& r : reports) {
-    j.open(nullptr, '{');
-    j.num("error_rate", r.rate);
-    j.open("streams", '[');
-    for (const StreamPlan& p : r.plans) {
-      j.open(nullptr, '{');
-      j.str("label", p.label);
-      j.u64("keys_per_ttl", p.keys_per_ttl);
-      j.num("time_limited_target_mib", p.target_mib);
-      const Baselines& b = r.baselines.at(p.keys_per_ttl);
-      j.open("split_block", '{');
-      j.num("mib", b.sbbf.mib);
-      j.num("bits_per_key", b.sbbf.bits_per_key);
-      j.num("measured_fpr", b.sbbf.fpr);
-      j.u64("fpr_probes", b.sbbf.fpr_probes);
-      json_timing(j, "timing", b.sbbf.timing);
-      json_timing(j, "batch_timing", b.sbbf.batch_timing);
-      j.close('}');
-      if (b.floor.ran) {
-        j.open("k_line_floor", '{');
-        j.u64("k", b.floor.k);
-        j.num("mib", b.floor.mib);
-        json_timing(j, "timing", b.floor.timing);
-        j.num("ns_ratio_vs_split_block", ratio(b.floor.timing.median_ns, b.sbbf.timing.median_ns));
-        j.close('}');
-      }
-      j.open("exact_ttl_set", '{');
-      j.boolean("ran", b.exact.ran);
-      j.str("note", b.exact.note);
-      if (b.exact.ran) {
-        j.num("mib", b.exact.mib);
-        j.u64("entries", b.exact.entries);
-        j.num("bytes_per_entry", b.exact.bytes_per_entry);
-        json_timing(j, "timing", b.exact.timing);
-      }
-      j.close('}');
-      j.close('}');
-    }
-    j.close(']');
-    j.open("filters", '[');
-    const Baselines& in_base = r.baselines.at(r.plans[0].keys_per_ttl);
-    for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
-      const FilterEntry& entry = *r.in_cache[i].first;
-      const Baselines& oc_base = r.baselines.at(plan_for(r, entry.out_of_cache).keys_per_ttl);
-      j.open(nullptr, '{');
-      j.str("filter", entry.name);
-      j.str("out_of_cache_stream", plan_for(r, entry.out_of_cache).label);
-      json_filter(j, "in_cache", r.in_cache[i].second, in_base.sbbf.timing.median_ns,
-                  in_base.sbbf.batch_timing.median_ns, in_base.exact.mib);
-      json_filter(j, "out_of_cache", r.out_of_cache[i].second, oc_base.sbbf.timing.median_ns,
-                  oc_base.sbbf.batch_timing.median_ns, kNaN);
-      j.close('}');
-    }
-    j.close(']');
-    j.close('}');
-  }
-  j.close(']');
-  j.open("targets", '[');
-  for (const Target& t : ts) {
-    j.open(nullptr, '{');
-    j.str("target", t.name);
-    j.num("reached", t.reached);
-    j.num("limit", t.limit);
-    j.str("result", passes(t) ? "PASS" : "MISS");
-    j.close('}');
-  }
-  j.close(']');
-  j.close('}');
-  return j.text() + "\n";
-}
-
-// ------------------------------------------------------------------------------------------------------
-// Completeness: every figure that should exist must be a finite number.
-
-void require_figure(std::vector<std::string>& missing, const std::string& what, double v) {
-  if (!std::isfinite(v)) missing.push_back(what);
-}
-
-std::vector<std::string> missing_figures(const std::vector<RateReport>& reports) {
-  std::vector<std::string> missing;
-  for (const RateReport& r : reports) {
-    char rate[16];
-    std::snprintf(rate, sizeof rate, "@%.0e ", r.rate);
-    for (const auto& [keys, b] : r.baselines) {
-      require_figure(missing, std::string(rate) + "split_block ns/op", b.sbbf.timing.median_ns);
-      require_figure(missing, std::string(rate) + "split_block batch ns/op", b.sbbf.batch_timing.median_ns);
-      if (b.floor.ran) require_figure(missing, std::string(rate) + "k_line_floor ns/op", b.floor.timing.median_ns);
-      if (b.exact.ran) {
-        require_figure(missing, std::string(rate) + "exact_ttl_set ns/op", b.exact.timing.median_ns);
-        require_figure(missing, std::string(rate) + "exact_ttl_set MiB", b.exact.mib);
-      }
-    }
-    require_figure(missing, std::string(rate) + "exact_ttl_set MiB (in cache stream)",
-                   r.baselines.at(r.plans[0].keys_per_ttl).exact.mib);
-    for (std::size_t i = 0; i < r.in_cache.size(); ++i) {
-      const std::string name = std::string(rate) + r.in_cache[i].first->name;
-      const FilterResult& in = r.in_cache[i].second;
-      const FilterResult& oc = r.out_of_cache[i].second;
-      if (!in.available) continue;  // n/a: make_filter does not build this type
-      require_figure(missing, name + " in-cache ns/op", in.timing.median_ns);
-      require_figure(missing, name + " in-cache batch ns/op", in.batch_timing.median_ns);
-      require_figure(missing, name + " in-cache MiB", in.mib);
-      require_figure(missing, name + " bits/elem", in.bits_per_element);
-      require_figure(missing, name + " measured FPR", in.fpr);
-      if (oc.available) {
-        require_figure(missing, name + " out-of-cache ns/op", oc.timing.median_ns);
-        require_figure(missing, name + " out-of-cache batch ns/op", oc.batch_timing.median_ns);
-      } else {
-        missing.push_back(name + " out of cache (" + oc.note + ")");
-      }
-    }
-  }
-  return missing;
-}
-
-// ------------------------------------------------------------------------------------------------------
 
 int run(Config config) {
   if (config.quick) {
@@ -958,12 +482,28 @@ int main(int argc, char** argv) {
   app.add_option("--keys-per-ttl", sweep.windows, "time-limited sweep: comma-separated windows (keys per TTL)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  bool ramp = false;
+  std::uint32_t ramp_partitions = 32;
+  app.add_option("--ramp-partitions", ramp_partitions, "filters of the service-shaped case (--ramp)")->check(CLI::PositiveNumber);
+  app.add_flag("--ramp", ramp,
+               "run the service-shaped case instead (tlbf_ramp.h): small filters whose rate grows, several segments "
+               "live; levels from --levels (default 5), error rate the first of --rates (default 1e-3)");
   CLI11_PARSE(app, argc, argv);
   for (double rate : config.rates) {
     if (!(rate > 0 && rate < 1)) {
       std::fprintf(stderr, "filter_bench: error rate %g is not in (0, 1)\n", rate);
       return 2;
     }
+  }
+  if (ramp) {
+    bloomgate::bench::RampConfig r;
+    r.levels = app.count("--levels") > 0 ? sweep.levels : std::vector<std::uint32_t>{5};
+    if (app.count("--rates") > 0) r.rate = config.rates.front();
+    if (app.count("--reps") > 0) r.repetitions = config.repetitions;
+    if (config.quick) r.events = 2'000;
+    r.seed = config.seed;
+    r.partitions = ramp_partitions;
+    return bloomgate::bench::run_ramp(r);
   }
   if (app.count("--levels") + app.count("--keys-per-ttl") > 0) {
     sweep.quick = config.quick;

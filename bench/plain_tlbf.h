@@ -12,7 +12,7 @@
 //    its neighbour's;
 //  - the query is the "k consecutive valid matches, jumping back by k on a miss" walk from the oldest
 //    window, one slice after another;
-//  - eq (5) to (8) of the adaptive sizing as written (generation size from the insertion region's room,
+//  - the generation size, target generation, new slice capacity and slice size of the adaptive sizing as written (generation size from the insertion region's room,
 //    target generation from the last generation's rate, new slice capacity and size), the tail retired
 //    when expired, the oldest slice kept while still valid.
 // It uses the same (k, l) as the filter it is compared with (fpr.h's choose_sliced_params). It has no

@@ -7,9 +7,8 @@
 namespace bloomgate::filters::detail {
 namespace {
 
-// Below 1 MiB of bits the whole scatter takes under half a millisecond (14.2 ms of CPU for the 31 MiB of
-// bench/state_bench's filter), so a thread could save little beyond its own start and handovers; where
-// exactly that stops paying was not measured.
+// Below 1 MiB of bits the whole scatter is short enough that a thread could save little beyond its own start
+// and handovers (docs/decisions/tlbf-phase-tables.md, "Persistence").
 constexpr std::uint64_t kMinThreadedBits = 1ULL << 23;
 
 }  // namespace

@@ -5,8 +5,8 @@
 //
 // A restore reads one slice record after another, each holding one slice's own words, and the filter keeps
 // those slices as the columns of a segment (column_segment.h): every 64 columns are one 64 x 64 transpose
-// per block of 64 rows. Scattering them only after the last record had been read left that work, most of a
-// restore's CPU, for after the disk had finished. Here a second thread scatters each run of 64 columns as
+// per block of 64 rows. Scattering them only after the last record would leave that work, most of a restore's
+// CPU, for after the disk has finished, so a second thread scatters each run of 64 columns as
 // soon as its records have all been decoded, while the reading goes on (the runs that completed while it
 // was busy in one sweep over the segment); after the last record only the last run is left, split by
 // blocks between both threads.
@@ -15,7 +15,7 @@
 // for its slices. The segment is opened for that at the first record;
 // a record of another size (several segments, a rate change less than a TTL ago), more slices than a
 // segment holds or a filter too small to be worth a thread give up, and finish() returns nullptr: the
-// caller then scatters the slices itself, as before.
+// caller then scatters the slices itself.
 #pragma once
 
 #include <condition_variable>

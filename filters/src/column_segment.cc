@@ -70,21 +70,19 @@ void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const
   }
 }
 
-// Every run holds one column of each phase, so a phase whose cell is zero rules out every run: at low
-// levels (cells of 2 to 4 bits) most absent keys stop there.
+// run_words() without the words: whether any run holds the key, OR_b (S_b & P_b moved down a slot), in one
+// pass that keeps only the running prefix. A phase whose cell is zero clears every S_b or P_b after it, so
+// no branch is needed for it.
 bool ColumnSegment::runs_exist(const std::uint64_t* x) const noexcept {
-  std::uint64_t all = cell_mask_;
-  bool some_zero = false;
-  for (std::uint32_t b = 0; b < k_; ++b) {
-    some_zero |= x[b] == 0;
-    all &= x[b];
+  std::array<std::uint64_t, kMaxProbes + 1> suffix;
+  suffix[k_] = cell_mask_;
+  for (std::uint32_t b = k_; b-- > 0;) suffix[b] = suffix[b + 1] & x[b];
+  std::uint64_t any = suffix[0];  // runs within one slot
+  std::uint64_t prefix = cell_mask_;
+  for (std::uint32_t b = 1; b < k_; ++b) {
+    prefix &= x[b - 1];
+    any |= suffix[b] & ((prefix >> 1) | ((prefix & 1U) << (width_ - 1)));
   }
-  if (some_zero) return false;
-  if (all != 0) return true;  // a run within one slot
-  std::array<std::uint64_t, kMaxProbes> runs;
-  run_words(x, runs.data());
-  std::uint64_t any = 0;
-  for (std::uint32_t b = 1; b < k_; ++b) any |= runs[b];
   return any != 0;
 }
 
@@ -218,7 +216,7 @@ void ColumnSegment::or_block(std::uint64_t block, const std::uint64_t* in, std::
 
 // Recursive block swaps: at step J, the top-right J x J blocks trade places with the bottom-left ones. Every
 // step works on four words at a time (GCC vector extensions; AVX2 where the CPU has it, chosen at load time):
-// a restore transposes every 64 x 64 block of a filter, and the scalar form was most of it.
+// a restore transposes every 64 x 64 block of a filter (docs/decisions/tlbf-phase-tables.md, "Persistence").
 using FourWords = std::uint64_t __attribute__((vector_size(32)));
 
 template <unsigned J, std::uint64_t Mask>
@@ -239,8 +237,7 @@ inline void wide_swap_step(std::uint64_t* a) noexcept {
 }
 
 // J = 2 and J = 1 pair words within four: eight words at a time, regrouped by shuffles into the four that
-// move and their four partners (restore's scatter of 156 columns, in cache: 0.107 ms per 16,384 rows against
-// 0.114 with these two steps scalar).
+// move and their four partners.
 template <unsigned J, std::uint64_t Mask>
 inline void narrow_swap_step(std::uint64_t* a) noexcept {
   using Index = long long __attribute__((vector_size(32)));

@@ -8,7 +8,7 @@
 namespace bloomgate::filters {
 namespace {
 
-// tlbf-spec.md table b.7: RedisBloom's (k, l) pairs for error 1e-1 .. 1e-5 (rows) and levels 0..5.
+// RedisBloom's (k, l) pairs for error 1e-1 .. 1e-5 (rows) and levels 0..5.
 // Error 1e-1 has no level 5 in the source; level 4 stands in for it.
 constexpr std::array<std::array<SlicedParams, 6>, 5> kTable = {{
     {{{4, 3}, {5, 7}, {6, 14}, {7, 28}, {8, 56}, {8, 56}}},
@@ -20,7 +20,7 @@ constexpr std::array<std::array<SlicedParams, 6>, 5> kTable = {{
 
 constexpr std::uint32_t kMaxComputedL = 1000;
 
-// Index of table b.7's row when error_rate is one of its decades.
+// Index of the (k, l) table (docs/filters.md, "False-positive model")'s row when error_rate is one of its decades.
 int table_row(double error_rate) {
   for (int row = 0; row < 5; ++row) {
     const double decade = std::pow(10.0, -(row + 1));

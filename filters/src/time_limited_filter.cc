@@ -2,17 +2,15 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <limits>
 #include <memory>
-#include <numeric>
+#include <span>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
-#include "column_restore.h"
-#include "popcount.h"
+#include "bloomgate/filters/tlbf_sizing.h"
+#include "tlbf_probes.h"
 
 namespace bloomgate::filters {
 namespace {
@@ -25,11 +23,10 @@ using detail::Probes;
 
 constexpr std::uint64_t kDefaultMaxSliceBits = 1ULL << 33;
 constexpr std::uint64_t kDefaultMaxGeneration = 1ULL << 32;
-constexpr std::uint64_t kMaxSlicesOnDisk = 1ULL << 20;
-// Completed generations the rate estimate of eq (6) averages over: at least kRateWindow, and more while
-// they hold fewer than kMinRateInsertions insertions and span at most T / kMaxRateSpanPerTtl. Small filters'
-// generations are small, and a rate counted over 8 of them is noisy (4% at 10,000 keys per TTL and level 6,
-// Poisson arrivals), which would make eq (8)'s sizes jump past the segment's and open segments.
+// Completed generations the target generation's rate estimate averages over: at least kRateWindow, and
+// more while they hold fewer than kMinRateInsertions insertions and span at most T / kMaxRateSpanPerTtl.
+// Small filters' generations are small, and a rate counted over 8 of them is noisy enough to make the slice
+// sizes jump past the segment's and open segments (docs/decisions/tlbf-phase-tables.md, "Sizes").
 constexpr std::size_t kRateWindow = 8;
 constexpr double kMinRateInsertions = 1024;
 constexpr std::int64_t kMaxRateSpanPerTtl = 4;
@@ -39,28 +36,6 @@ constexpr std::int64_t kMaxRateSpanPerTtl = 4;
 constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
-// A new slice shares the newest segment's size M (and so its rows) when the size eq (8) asks for is within
-// [M - M / kShareBelow, M + M / kShareAbove]; a segment opened for a new size gets headroom for the noise of
-// the rate estimate (segment_rows). At a steady rate the sizes of eq (8) jitter from slide to slide (about
-// the Poisson noise of the kRateWindow generations eq (6) counts: 32640 to 33216 bits at 1e-3 and 200,000
-// keys per TTL, +-4% for a 10,000-key filter at level 6), so without sharing every slide would open a
-// segment, and a query reads one cell per hash index per segment. Sharing prefers larger slices: eq (5)
-// sizes a generation by the fullest slice of the insertion region, so a smaller slice ends its generations
-// early while a larger one does not lengthen them (docs/decisions/tlbf-phase-tables.md has the figures).
-constexpr std::uint64_t kShareBelow = 8;
-constexpr std::uint64_t kShareAbove = 64;
-// Headroom of a new segment, in standard deviations of that noise, and at most this share of its size.
-constexpr double kHeadroomDeviations = 2.5;
-constexpr double kMaxHeadroom = 0.125;
-constexpr double kMaxRampHeadroom = 0.25;
-// Slides over which the spread of the asked sizes is estimated.
-constexpr std::uint64_t kAskMemory = 16;
-
-bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexcept {
-  if (exact_size) return rows == bits;
-  return bits >= rows - rows / kShareBelow && bits <= rows + rows / kShareAbove;
-}
-
 // A batch requests the cells of the next key only: more keys' requests in flight wait for the miss buffers
 // instead of overlapping (docs/decisions/tlbf-rows-in-lines.md).
 constexpr std::size_t kRowBatchLookahead = 1;
@@ -80,11 +55,6 @@ std::int64_t elapsed(std::int64_t now, std::int64_t then) noexcept {
   return out;
 }
 
-std::uint64_t ceil_div(double numerator, double denominator) {
-  const double q = std::ceil(numerator / denominator);
-  return q <= 0 ? 0 : static_cast<std::uint64_t>(q);
-}
-
 }  // namespace
 
 TimeLimitedFilter::TimeLimitedFilter(const FilterOptions& options)
@@ -97,6 +67,7 @@ TimeLimitedFilter::TimeLimitedFilter(const FilterOptions& options)
       max_slices_(options.max_slices != 0 ? options.max_slices : 4ULL * (params_.k + params_.l)),
       max_slice_bits_(options.max_slice_bits != 0 ? options.max_slice_bits : kDefaultMaxSliceBits),
       max_generation_size_(options.max_generation_size != 0 ? options.max_generation_size : kDefaultMaxGeneration),
+      long_generation_ns_(long_generation(ttl_ns_, params_.l)),
       last_insert_ns_(kUnstamped),
       latest_now_ns_(kUnstamped) {
   reset(kUnstamped);
@@ -106,11 +77,11 @@ TimeLimitedFilter::~TimeLimitedFilter() = default;
 
 std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.size(); }
 
-// Creation state (c.4): k+l slices sized for expected_per_ttl keys per T, S[k] stamped as the end of
-// "generation 0" so the first rate measurement has a reference point.
-// The slices share one segment of k+l columns. A filter that later keeps k+l+1 slices grows it once
-// (grow()); with shared sizes a steady filter keeps k+l: its slices are a little larger than eq (8) asks,
-// so the oldest has often expired by the next slide.
+// Creation (docs/filters.md, "Insertion, generations and slides"): k+l slices sized for expected_per_ttl keys per T,
+// S[k] stamped as the end of "generation 0" so the first rate measurement has a reference point. The slices share one
+// segment of k+l columns. A filter that later keeps k+l+1 slices grows it once (grow()); with shared sizes a steady
+// filter keeps k+l: its slices are a little larger than the slice size asks, so the oldest has often expired by the
+// next slide.
 void TimeLimitedFilter::reset(std::int64_t now_ns) {
   for (const BitSlice& slice : slices_) dropped_slice_ids_.push_back(slice.id);
   slices_.clear();
@@ -129,11 +100,15 @@ void TimeLimitedFilter::reset(std::int64_t now_ns) {
   generation_start_ns_ = now_ns;
 }
 
+std::int64_t TimeLimitedFilter::long_generation(std::int64_t ttl_ns, std::uint32_t l) noexcept {
+  return kLongGenerationPeriods * ttl_ns / l;
+}
+
 std::int64_t TimeLimitedFilter::clamp(TimePoint now) const noexcept {
   return std::max(to_epoch_nanos(now), latest_now_ns_);
 }
 
-// A slice still being written counts as stamped with the last insertion (c.9), so an idle filter
+// A slice still being written counts as stamped with the last insertion, so an idle filter
 // forgets its current generation like every other.
 bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) const noexcept {
   const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
@@ -145,8 +120,8 @@ bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) c
   return oldest_window(probes, now_ns, nullptr, false) >= 0;
 }
 
-// b.5's answer. One segment (a steady rate): the runs of k found among the key's k cells
-// (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the b.5 walk.
+// The walk's answer. One segment (a steady rate): the runs of k found among the key's k cells
+// (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the walk.
 std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located,
                                               bool oldest) const {
   const std::size_t n = slices_.size();
@@ -191,8 +166,9 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now
   valid_after_ns_ = std::numeric_limits<std::int64_t>::min();
   valid_until_ns_ = std::numeric_limits<std::int64_t>::max();
   valid_has_expired_unstamped_ = false;
-  for (std::size_t p = 0; p < n; ++p) {
-    const BitSlice& slice = slices_[p];
+  std::size_t p = 0;
+  for (auto it = slices_.begin(); it != slices_.end(); ++it, ++p) {  // no deque index: it divides
+    const BitSlice& slice = *it;
     const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
     const std::int64_t deadline =
         stamp == kUnstamped ? std::numeric_limits<std::int64_t>::max() : saturating_add(stamp, ttl_ns_);
@@ -212,7 +188,7 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now
 }
 
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
-  return contains_at(Probes(key, params_.k), clamp(now));
+  return contains_at(detail::probes_by_differences(key, params_.k), clamp(now));
 }
 
 // `located` holds the cells of one segment at a time.
@@ -271,16 +247,17 @@ Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldes
   return Duration{std::max<std::int64_t>(0, elapsed(now_ns, recorded))};
 }
 
-// One segment: the query issues the k cell reads itself, together; several: they are requested first.
+// One segment: the query issues the k cell reads itself, together; several: the first ones are requested
+// before the walk.
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
-  const Probes probes(key, params_.k);
+  const Probes probes = detail::probes_by_differences(key, params_.k);
   LocatedRows located;
   if (segments_.size() > 1) prefetch_first_lines(probes, located);
   return test_and_insert_probes(probes, now, located);
 }
 
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
-  const Probes probes(key, params_.k);
+  const Probes probes = detail::probes_by_differences(key, params_.k);
   LocatedRows located;
   prefetch_first_lines(probes, located);
   Sighting sighting;
@@ -304,14 +281,14 @@ void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std
   std::array<Probes, detail::kBatchLookahead> ahead;
   std::array<LocatedRows, detail::kBatchLookahead> located;
   for (std::size_t i = 0; i < std::min(lookahead, keys.size()); ++i) {
-    ahead[i] = Probes(keys[i], params_.k);
+    ahead[i] = detail::probes_by_differences(keys[i], params_.k);
     prefetch_first_lines(ahead[i], located[i]);
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
     Probes& probes = ahead[i % lookahead];
     present[i] = test_and_insert_probes(probes, now[i], located[i % lookahead]);
     if (i + lookahead < keys.size()) {
-      probes = Probes(keys[i + lookahead], params_.k);
+      probes = detail::probes_by_differences(keys[i + lookahead], params_.k);
       prefetch_first_lines(probes, located[i % lookahead]);
     }
   }
@@ -323,7 +300,7 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
   } else if (elapsed(now_ns, last_insert_ns_) > ttl_ns_) {
     reset(now_ns);  // every slice has expired: start afresh rather than revive stale bits
   } else if (generation_remaining_ > 0 && generation_inserted_ > 0 &&
-             elapsed(now_ns, generation_start_ns_) > kLongGenerationPeriods * ttl_ns_ / params_.l) {
+             elapsed(now_ns, generation_start_ns_) > long_generation_ns_) {
     end_generation_early();
   }
   if (generation_remaining_ == 0) slide(now_ns);
@@ -363,32 +340,28 @@ void TimeLimitedFilter::end_generation_early() {
   ++layout_version_;
 }
 
-// c.6 SLIDE: measure the rate (eq 6), retire the expired tail, shift or grow, install a new slice sized
-// for the target rate (eq 7, 8), then size the next generation (eq 5).
+// The slide (docs/filters.md, "Insertion, generations and slides"): measure the rate, retire the expired
+// tail, shift or grow, install a new slice sized for the target rate, then size the next generation.
 void TimeLimitedFilter::slide(std::int64_t now_ns) {
   const std::uint64_t target = target_generation_size();
   retire_expired_tail(now_ns);
   const BitSlice& oldest = slices_.back();
   const bool keep_oldest = !expired(oldest, now_ns) && oldest.insertions > 0 && slices_.size() < max_slices_;
   if (!keep_oldest) drop_oldest();
-  const std::uint64_t capacity = new_slice_capacity(target);
-  // Eq (8), not rounded to whole words: a segment's rows need not be (3.7% of a 1,728-bit slice).
-  const std::uint64_t bits = std::min(
-      std::max<std::uint64_t>(2ULL * params_.k, static_cast<std::uint64_t>(std::ceil(static_cast<double>(capacity) / std::log(2.0)))),
-      max_slice_bits_);
+  const std::uint64_t bits = tlbf::slice_bits(new_slice_capacity(target), params_.k, max_slice_bits_);
   const std::uint32_t index = (slices_.front().hash_index + params_.k - 1) % params_.k;
-  record_ask(bits);
+  ask_spread_.record(bits);
   push_front_slice(next_slice_id_++, bits, index, false);
   generation_size_ = generation_remaining_ = next_generation_size();
   generation_inserted_ = 0;
   generation_start_ns_ = now_ns;
 }
 
-// Eq (6): g* = ceil(rate * (T/l)) + 1. The reference measures the rate over the generation that just
-// ended alone; with small generations and bursty arrivals that estimate is noisy, and the early end of
-// over-long generations (insert()) only cuts one side of the noise, so generations would come out short
-// on average and the filter would sit above k+l slices. The rate is therefore measured over the last
-// kRateWindow completed generations, read off the slices' stamps and generation sizes (at least 1 ns).
+// The target generation (docs/filters.md): ceil(rate * T / l) + 1. The reference measures the rate over the generation
+// that just ended alone; with small generations and bursty arrivals that estimate is noisy, and the early end of
+// over-long generations (insert()) only cuts one side of the noise, so generations would come out short on average and
+// the filter would sit above k+l slices. The rate is therefore measured over the last kRateWindow completed
+// generations, read off the slices' stamps and generation sizes (at least 1 ns).
 std::uint64_t TimeLimitedFilter::target_generation_size() const {
   const std::size_t newest = params_.k - 1;
   std::size_t oldest = newest;
@@ -402,11 +375,9 @@ std::uint64_t TimeLimitedFilter::target_generation_size() const {
     inserted += static_cast<double>(slices_[oldest].generation_insertions);
     ++oldest;
   }
-  const std::int64_t dt = std::max<std::int64_t>(elapsed(slices_[newest].stamp_ns, slices_[oldest].stamp_ns), 1);
-  const double period = static_cast<double>(ttl_ns_) / params_.l;
-  const double limit = kMaxGenerationGrowth * static_cast<double>(generation_size_);
-  const double target = std::min(std::ceil(inserted * period / static_cast<double>(dt)), limit) + 1;
-  return target >= static_cast<double>(max_generation_size_) ? max_generation_size_ : static_cast<std::uint64_t>(target);
+  return tlbf::target_generation(inserted, elapsed(slices_[newest].stamp_ns, slices_[oldest].stamp_ns),
+                                static_cast<double>(ttl_ns_) / params_.l,
+                                kMaxGenerationGrowth * static_cast<double>(generation_size_), max_generation_size_);
 }
 
 void TimeLimitedFilter::retire_expired_tail(std::int64_t now_ns) {
@@ -422,39 +393,12 @@ void TimeLimitedFilter::drop_oldest() {
   ++layout_version_;
 }
 
-// Headroom for the sizes to come: kHeadroomDeviations standard deviations of the sizes eq (8) asked for
-// (an exponentially weighted estimate over the last ~kAskMemory slides), at least 1/128 and at most
-// kMaxHeadroom. Until 2 kAskMemory slides have been seen (a new or restored filter), the Poisson noise of eq
-// (6)'s count of kRateWindow generations of g = M ln 2 / k insertions stands in for it. An evenly paced
-// stream asks for nearly the same size every slide and gets little headroom; a Poisson one 2.5 of its
-// noise (10% at 10,000 keys per TTL and level 6, 0.3% for 1 MiB filters at 1e-3).
+// The asked sizes' observed spread once there is one, else (a new or restored filter) the Poisson noise of
+// the rate estimate (docs/filters.md, "Segments").
 std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const {
-  double deviation;
-  if (asks_seen_ >= 2 * kAskMemory && ask_mean_ > 0) {
-    deviation = std::sqrt(ask_variance_) / ask_mean_;
-  } else {
-    const double generation = std::max(1.0, static_cast<double>(bits) * std::log(2.0) / params_.k);
-    deviation = 1 / std::sqrt(static_cast<double>(kRateWindow) * generation);
-  }
-  // Sizes that grew past the newest segment's (a rate ramp) are likely to grow on: as much again, up to
-  // kMaxRampHeadroom, so that the next few slides share this segment instead of opening one each.
-  const double growth = std::clamp(static_cast<double>(bits) / static_cast<double>(newest_rows) - 1, 0.0, kMaxRampHeadroom);
-  const double headroom = std::max(std::clamp(kHeadroomDeviations * deviation, 1.0 / 128, kMaxHeadroom), growth);
-  const auto rows = static_cast<std::uint64_t>(std::ceil(static_cast<double>(bits) * (1 + headroom)));
-  return std::max(bits, std::min(rows, max_slice_bits_));
-}
-
-void TimeLimitedFilter::record_ask(std::uint64_t bits) noexcept {
-  const double x = static_cast<double>(bits);
-  if (asks_seen_++ == 0) {
-    ask_mean_ = x;
-    ask_variance_ = 0;
-    return;
-  }
-  const double alpha = 1.0 / kAskMemory;
-  const double d = x - ask_mean_;
-  ask_mean_ += alpha * d;
-  ask_variance_ = (1 - alpha) * (ask_variance_ + alpha * d * d);
+  double deviation = ask_spread_.deviation();
+  if (deviation < 0) deviation = tlbf::poisson_deviation(bits, params_.k, kRateWindow);
+  return tlbf::segment_rows(bits, newest_rows, deviation, max_slice_bits_);
 }
 
 void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) {
@@ -465,10 +409,10 @@ void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) 
 // is then the segment's), else of a new segment sized by segment_rows() (exactly, for a restore).
 void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
                                          bool exact_size) {
-  if (segments_.empty() || !shares_rows(segments_.back()->rows(), bits, exact_size)) {
+  if (segments_.empty() || !tlbf::shares_rows(segments_.back()->rows(), bits, exact_size)) {
     // A segment grows one slot (k columns) at a time, so the one left behind has fewer than k free columns:
-    // it keeps them rather than be copied (a copy transposes all its cells; trimming every segment a rate
-    // ramp left behind cost service_bench's filters ~1,300 ns per event).
+    // it keeps them rather than be copied: a copy transposes all its cells (docs/decisions/tlbf-phase-tables.md,
+    // "Several segments: the walk").
     const std::uint64_t newest_rows = segments_.empty() ? bits : segments_.back()->rows();
     open_segment(exact_size ? bits : segment_rows(bits, newest_rows), 1);
   }
@@ -511,38 +455,17 @@ std::uint64_t TimeLimitedFilter::capacity_left(const BitSlice& slice) const {
   return capacity > slice.insertions ? capacity - slice.insertions : 0;
 }
 
-// Eq (7), run after the shift and before the new S[0] exists: the insertions the new slice will really
-// receive over its k generations, given that slices still in the insertion region may cap generations
-// below the target. deque index j-1 holds the future position j.
+// Run after the shift and before the new S[0] exists: deque index j-1 holds the future position j.
 std::uint64_t TimeLimitedFilter::new_slice_capacity(std::uint64_t target_generation) const {
-  std::uint64_t generations_left = params_.k;
-  double committed = 0;
-  while (generations_left > 1) {
-    double best = std::numeric_limits<double>::infinity();
-    std::uint64_t best_position = 0;
-    for (std::uint64_t j = 1; j < generations_left; ++j) {
-      const double room = static_cast<double>(capacity_left(slices_[j - 1])) - committed;
-      const double share = std::max(0.0, std::ceil(room / static_cast<double>(generations_left - j)));
-      if (share < best) {
-        best = share;
-        best_position = j;
-      }
-    }
-    if (static_cast<double>(target_generation) <= best) break;
-    committed += best * static_cast<double>(generations_left - best_position);
-    generations_left = best_position;
-  }
-  return static_cast<std::uint64_t>(committed) + generations_left * target_generation;
+  std::array<std::uint64_t, detail::kMaxProbes> room{};
+  for (std::uint32_t j = 1; j < params_.k; ++j) room[j - 1] = capacity_left(slices_[j - 1]);
+  return tlbf::new_slice_capacity(std::span(room.data(), params_.k - 1), params_.k, target_generation);
 }
 
-// Eq (5): the largest generation every slice of the insertion region can still absorb in each of the
-// generations it has left there; at least 1.
 std::uint64_t TimeLimitedFilter::next_generation_size() const {
-  std::uint64_t g = std::numeric_limits<std::uint64_t>::max();
-  for (std::uint32_t i = 0; i < params_.k; ++i) {
-    g = std::min(g, ceil_div(static_cast<double>(capacity_left(slices_[i])), static_cast<double>(params_.k - i)));
-  }
-  return std::clamp<std::uint64_t>(g, 1, max_generation_size_);
+  std::array<std::uint64_t, detail::kMaxProbes> room;
+  for (std::uint32_t i = 0; i < params_.k; ++i) room[i] = capacity_left(slices_[i]);
+  return tlbf::generation_size(std::span(room.data(), params_.k), max_generation_size_);
 }
 
 std::uint64_t TimeLimitedFilter::elements_in_window(std::int64_t now_ns) const {
@@ -579,164 +502,6 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
   s.estimated_fpr = sliced_fpr(params_.k, fill);
   if (oldest_valid_stamp != kUnstamped) s.effective_window = Duration{elapsed(now_ns, oldest_valid_stamp)};
   return s;
-}
-
-FilterImage TimeLimitedFilter::image(ImageScope scope) const {
-  FilterImage out;
-  out.meta = meta_record();
-  std::vector<detail::Words> words = slice_words(scope);
-  for (std::size_t p = 0; p < slices_.size(); ++p) {
-    if (scope != ImageScope::kFull && !slices_[p].dirty) continue;
-    BitSlice record = slices_[p];
-    record.words = std::move(words[p]);
-    out.slices.push_back({record.id, record.encode(type())});
-  }
-  out.dropped_slice_ids = dropped_slice_ids_;
-  return out;
-}
-
-std::string TimeLimitedFilter::meta_record() const {
-  ByteWriter w;
-  w.u32(params_.k);
-  w.u32(params_.l);
-  w.u32(level_);
-  w.i64(ttl_ns_);
-  w.f64(error_rate_);
-  w.u64(expected_per_ttl_);
-  w.u8(refresh_on_duplicate_ ? 1 : 0);
-  w.u64(max_slices_);
-  w.u64(max_slice_bits_);
-  w.u64(max_generation_size_);
-  w.u64(generation_size_);
-  w.u64(generation_remaining_);
-  w.u64(generation_inserted_);
-  w.i64(generation_start_ns_);
-  w.i64(last_insert_ns_);
-  w.i64(latest_now_ns_);
-  w.u64(next_slice_id_);
-  w.u64(slices_.size());
-  for (const BitSlice& slice : slices_) w.u64(slice.id);
-  return encode_record(RecordKind::kMeta, type(), 0, w.take());
-}
-
-// The words of the slices an image writes (by position), gathered one segment at a time.
-std::vector<detail::Words> TimeLimitedFilter::slice_words(ImageScope scope) const {
-  std::vector<detail::Words> words(slices_.size());
-  for (const auto& segment : segments_) {
-    std::vector<std::size_t> positions;
-    std::vector<std::uint32_t> columns;
-    for (std::size_t p = 0; p < slices_.size(); ++p) {
-      if (slices_[p].segment != segment.get() || (scope != ImageScope::kFull && !slices_[p].dirty)) continue;
-      positions.push_back(p);
-      columns.push_back(slices_[p].column);
-    }
-    if (columns.empty()) continue;
-    auto gathered = segment->gather(columns);
-    for (std::size_t i = 0; i < positions.size(); ++i) words[positions[i]] = std::move(gathered[i]);
-  }
-  return words;
-}
-
-void TimeLimitedFilter::mark_persisted() {
-  for (ColumnSlice& slice : slices_) slice.dirty = false;
-  dropped_slice_ids_.clear();
-}
-
-std::unique_ptr<TimeLimitedFilter> TimeLimitedFilter::from_meta(const Record& meta, std::vector<std::uint64_t>& ids) {
-  ByteReader r(meta.payload);
-  std::unique_ptr<TimeLimitedFilter> f(new TimeLimitedFilter(Restored{}));
-  f->params_.k = r.u32("k");
-  f->params_.l = r.u32("l");
-  if (f->params_.k == 0 || f->params_.k > detail::kMaxProbes || f->params_.l == 0 || f->params_.l > 100000) {
-    throw FormatError("time-limited filter has impossible (k, l) = (" + std::to_string(f->params_.k) + ", " +
-                      std::to_string(f->params_.l) + ")");
-  }
-  f->level_ = r.u32("level");
-  f->ttl_ns_ = r.i64("ttl");
-  if (f->ttl_ns_ <= 0) throw FormatError("time-limited filter has a non-positive TTL");
-  f->error_rate_ = r.f64("error rate");
-  f->expected_per_ttl_ = r.u64("expected per ttl");
-  f->refresh_on_duplicate_ = r.u8("refresh on duplicate") != 0;
-  f->max_slices_ = r.u64("max slices");
-  f->max_slice_bits_ = r.u64("max slice bits");
-  f->max_generation_size_ = r.u64("max generation size");
-  f->generation_size_ = r.u64("generation size");
-  f->generation_remaining_ = r.u64("generation remaining");
-  f->generation_inserted_ = r.u64("generation inserted");
-  f->generation_start_ns_ = r.i64("generation start");
-  f->last_insert_ns_ = r.i64("last insert");
-  f->latest_now_ns_ = r.i64("latest now");
-  f->next_slice_id_ = r.u64("next slice id");
-  const std::uint64_t count = r.u64("slice count");
-  if (count < f->params_.k + f->params_.l || count > kMaxSlicesOnDisk || count * 8 != r.remaining()) {
-    throw FormatError("time-limited filter lists an impossible number of slices: " + std::to_string(count));
-  }
-  ids.resize(count);
-  for (std::uint64_t& id : ids) id = r.u64("slice id");
-  r.expect_end("time-limited filter metadata");
-  return f;
-}
-
-std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const SliceViews& lookup) {
-  std::vector<std::uint64_t> ids;
-  std::unique_ptr<TimeLimitedFilter> f = from_meta(meta, ids);
-  // The slices are listed newest first; they are looked up in ascending id order, the order a store sorted
-  // by id keeps them in, so that it can answer with one forward scan (SliceViews). Their words are decoded
-  // into one arena (slice_memory.h) and scattered into the segment while later records are read
-  // (column_restore.h), or, when the slices are not one segment's, by restore_slices afterwards.
-  std::vector<std::size_t> order(ids.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
-  std::vector<BitSlice> decoded(ids.size());  // newest first
-  std::vector<std::uint64_t> set_bits(ids.size());
-  std::shared_ptr<detail::SliceArena> arena;  // sized at the first record (a record is larger than its words)
-  detail::ColumnRestore columns(ids.size(), f->params_.k);  // after `decoded`: stopped before its words go
-  for (const std::size_t i : order) {
-    const auto record = lookup(ids[i]);
-    if (!record) throw FormatError("time-limited filter slice " + std::to_string(ids[i]) + " is missing");
-    if (!arena) arena = detail::SliceArena::create_for(ids.size(), record->size());
-    decoded[i] = BitSlice::decode(*record, FilterType::kTimeLimited, ids[i], f->params_.k, arena);
-    set_bits[i] = detail::popcount_words(decoded[i].words.data(), decoded[i].words.size());  // still in cache
-    columns.add(ids.size() - 1 - i, decoded[i]);
-  }
-  if (auto segment = columns.finish()) {
-    f->segments_.push_back(std::move(segment));
-    for (std::size_t i = decoded.size(); i-- > 0;) f->place_restored(std::move(decoded[i]), set_bits[i]).words = {};
-  } else {
-    f->restore_slices(std::move(decoded), set_bits);
-  }
-  return f;
-}
-
-// The slice as the newest column of the newest segment, which the restore opened for it with its size.
-detail::ColumnSlice& TimeLimitedFilter::place_restored(BitSlice decoded, std::uint64_t set_bits) {
-  push_front_slice(decoded.id, decoded.bits, decoded.hash_index, true);
-  ColumnSlice& placed = slices_.front();
-  static_cast<BitSlice&>(placed) = std::move(decoded);
-  placed.set_bits = set_bits;
-  return placed;
-}
-
-// Scatters the slices' words into segments, oldest first; each run of equal sizes becomes one segment with
-// room for its slices (free columns are not in the records, so a restored filter may take less memory than
-// the one imaged).
-void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded, const std::vector<std::uint64_t>& set_bits) {
-  for (std::size_t end = decoded.size(); end > 0;) {
-    std::size_t begin = end - 1;
-    const std::uint64_t bits = decoded[end - 1].bits;
-    while (begin > 0 && decoded[begin - 1].bits == bits && end - begin < ColumnSegment::max_slices(params_.k)) --begin;
-    open_segment(decoded[end - 1].bits, static_cast<std::uint32_t>(end - begin));
-    std::vector<std::uint32_t> columns;
-    std::vector<const std::uint64_t*> words;
-    for (std::size_t i = end; i-- > begin;) {
-      const ColumnSlice& placed = place_restored(std::move(decoded[i]), set_bits[i]);
-      columns.push_back(placed.column);
-      words.push_back(placed.words.data());
-    }
-    segments_.back()->scatter(columns, words);
-    for (std::size_t i = begin; i < end; ++i) slices_[i - begin].words = {};
-    end = begin;
-  }
 }
 
 }  // namespace bloomgate::filters

@@ -1,6 +1,6 @@
 // File: fpr.h
 //
-// The false-positive mathematics of the age-partitioned family (tlbf-spec.md b.6, b.7, c.8), kept apart
+// The false-positive mathematics of the age-partitioned family (docs/filters.md, "False-positive model"), kept apart
 // from any bit layout so the sizing policy, the statistics and the tests share one implementation.
 #pragma once
 
@@ -16,14 +16,15 @@ struct SlicedParams {
   friend bool operator==(SlicedParams, SlicedParams) = default;
 };
 
-// Levels 0..5 are the rows of table b.7. Level 6 goes one k further by the table's own rule (see
-// choose_sliced_params): at 1e-3 and 1e-4 it needs fewer bits per key than level 5.
+// Levels 0..5 are the rows of the (k, l) table (docs/filters.md, "False-positive model"). Level 6 goes one k further by
+// the table's own rule (see choose_sliced_params): at 1e-3 and 1e-4 it needs fewer bits per key than level 5.
 inline constexpr std::uint32_t kMaxTableLevel = 5;
 inline constexpr std::uint32_t kMaxLevel = 6;
 
-// The (k, l) pair for an error rate and a level (0..6). For the error rates of table b.7 (1e-1 .. 1e-5)
-// and levels 0..5 the table's pairs are returned as they are. Otherwise: k = ceil(log2(1/eps)) + level,
-// and l the largest value whose worst-case FPR (apbf_fpr) stays at or below eps.
+// The (k, l) pair for an error rate and a level (0..6). For the error rates of the (k, l) table, 1e-1 .. 1e-5
+// (docs/filters.md, "False-positive model"), and levels 0..5 the table's pairs are returned as they are.
+// Otherwise: k = ceil(log2(1/eps)) + level, and l the largest value whose worst-case FPR (apbf_fpr) stays at or
+// below eps.
 SlicedParams choose_sliced_params(double error_rate, std::uint32_t level);
 
 // The level whose (k, l) takes the fewest bits per key in the window: k (k + l + 1) / (l ln 2), i.e.
@@ -33,10 +34,10 @@ SlicedParams choose_sliced_params(double error_rate, std::uint32_t level);
 std::uint32_t space_optimal_level(double error_rate);
 
 // Worst-case FPR of an age-partitioned filter, just before a shift, with the linear fill model
-// r_i = (i+1)/(2k) in the insertion region and 1/2 in the aged region (b.6).
+// r_i = (i+1)/(2k) in the insertion region and 1/2 in the aged region.
 double apbf_fpr(SlicedParams params);
 
-// The generalized recursion of c.8 over an arbitrary slice sequence, newest first: `fill[i]` is the
+// The same recursion over an arbitrary slice sequence, newest first: `fill[i]` is the
 // probability that slice i has the probed bit set (0 for an expired slice). A key is reported present when
 // k consecutive slices match.
 double sliced_fpr(std::uint32_t k, std::span<const double> fill);

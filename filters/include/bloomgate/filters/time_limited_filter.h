@@ -1,42 +1,43 @@
 // File: time_limited_filter.h
 //
 // The time-limited Bloom filter (TLBF): an age-partitioned Bloom filter whose slices carry timestamps,
-// so it forgets after a time span T whatever the insertion rate (tlbf-spec.md section c; seed 001).
+// so it forgets after a time span T whatever the insertion rate (docs/filters.md, "The time-limited filter").
 //
-// Structure: slices S[0..N-1], newest first. An insertion sets one bit in each of S[0..k-1]; a query
-// reports present when k consecutive valid slices all have the key's bit set. Every g insertions (one
-// generation) a new empty slice is pushed at the front; the generation size g and the new slice's size
-// adapt to the observed rate (equations 5 to 8) so that one generation lasts about T/l and the filter
-// settles at k+l slices. A slice expires when its stamp is older than now - T; expired slices are dropped
-// from the tail, and a still-valid oldest slice makes the filter grow by one slice instead.
+// Structure: slices S[0..N-1], newest first. An insertion sets one bit in each of S[0..k-1]; a query reports present
+// when k consecutive valid slices all have the key's bit set. Every g insertions (one generation) a new empty slice is
+// pushed at the front; the generation size g and the new slice's size adapt to the observed rate (docs/filters.md, "The
+// time-limited filter") so that one generation lasts about T/l and the filter settles at k+l slices. A slice expires
+// when its stamp is older than now - T; expired slices are dropped from the tail, and a still-valid oldest slice makes
+// the filter grow by one slice instead.
 //
 // Storage (column_segment.h): slices that share one size are the columns of a segment, grouped by hash
 // index into tables of small cells, so a query loads one cell per hash index (k independent reads,
 // requested together) instead of walking up to k+l slices one dependent miss after another, and finds the
-// runs of k among those k words; it answers exactly as the b.5 walk. To share, eq (8)'s size is rounded to
-// the newest segment's when within -1/8..+1/64 of it (time_limited_filter.cc explains the bias), so at a
+// runs of k among those k words; it answers exactly as the walk. To share, the slice size is rounded to
+// the newest segment's when within -1/8..+1/64 of it (docs/filters.md, "Segments", explains the bias), so at a
 // steady rate all slices live in one segment, at every size. With several segments (for up to a TTL after
-// the rate changed) a query walks the slices as b.5 does. Records are unchanged: each slice is still
-// written and read as its own words.
+// the rate changed) a query walks the slices (docs/filters.md, "The query"). Records hold each slice's own
+// words.
 //
 // Guarantees: a key inserted at t0 is reported present at every `now` in [t0, t0 + T] (no false negatives
 // within T). From the end of its generation plus T (generations last at most 2T/l) its oldest slice has
 // expired and it fades out: its k-1 younger slices still match, so it stays present only while younger
 // slices happen to match too, a chance that halves with each further generation; once all its slices have
 // expired (T + (k+1) generations) it shows up only at the false-positive rate. At a steady rate the
-// measured FPR is at or below the target (table b.7 is the worst case, just before a shift).
+// measured FPR is at or below the target (docs/filters.md, "False-positive model", is the worst case, just
+// before a shift).
 //
-// Differences from the reference implementation (RedisBloom agingBloom.c), per c.9 and c.10:
+// Differences from the reference implementation (RedisBloom agingBloom.c):
 //  - time is passed in, in nanoseconds; there is no hidden clock, and queries are const;
 //  - time never runs backwards: an earlier `now` is treated as the latest one seen;
-//  - a generation ending within one clock tick uses a 1 ns duration, so eq (6) never divides by zero, and
-//    the target generation grows at most 4x per slide, so a burst of equal timestamps sizes no huge slice;
-//  - eq (5) and (7) are computed in signed arithmetic, clamped, and g is at least 1;
+//  - a generation ending within one clock tick uses a 1 ns duration, so the target generation never divides
+//    by zero, and it grows at most 4x per slide, so a burst of equal timestamps sizes no huge slice;
+//  - the generation size and the new slice capacity are computed in signed arithmetic, clamped, and g is at least 1;
 //  - the slice count, the slice size and the generation size have caps (FilterOptions);
 //  - the slices being written count as stamped with the last insertion, so an idle filter forgets them;
 //  - an insertion after more than T of silence resets the filter: every slice had expired anyway;
-//  - eq (6) measures the rate over the last 8 generations instead of one, so Poisson arrivals do not push
-//    the slice count above k+l;
+//  - the target generation measures the rate over the last 8 generations instead of one, so Poisson arrivals
+//    do not push the slice count above k+l;
 //  - a generation also ends when it has lasted 2T/l, so a rate drop cannot widen the slack.
 //
 // Thread-safety: none; one filter per partition worker. Const queries (contains) use the filter's scratch
@@ -54,6 +55,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/fpr.h"
 #include "bloomgate/filters/options.h"
+#include "bloomgate/filters/tlbf_sizing.h"
 
 namespace bloomgate::filters {
 
@@ -101,6 +103,7 @@ class TimeLimitedFilter final : public Filter {
   static std::unique_ptr<TimeLimitedFilter> from_meta(const Record& meta, std::vector<std::uint64_t>& ids);
   std::string meta_record() const;
 
+  static std::int64_t long_generation(std::int64_t ttl_ns, std::uint32_t l) noexcept;
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
   bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
@@ -123,7 +126,6 @@ class TimeLimitedFilter final : public Filter {
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   // Rows of a segment opened for slices of `bits` bits, the newest segment having `newest_rows`.
   std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const;
-  void record_ask(std::uint64_t bits) noexcept;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
   void grow(detail::ColumnSegment& segment);
   void resize(detail::ColumnSegment& segment, std::uint32_t columns);
@@ -157,6 +159,7 @@ class TimeLimitedFilter final : public Filter {
   std::uint64_t max_slices_ = 0;
   std::uint64_t max_slice_bits_ = 0;
   std::uint64_t max_generation_size_ = 0;
+  std::int64_t long_generation_ns_ = 0;  // a generation this old ends at its next insertion (not persisted)
 
   std::deque<detail::ColumnSlice> slices_;
   std::vector<std::unique_ptr<detail::ColumnSegment>> segments_;  // oldest first; slices go to the last
@@ -169,10 +172,7 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t latest_now_ns_;              // the clamp: time never runs backwards
   std::uint64_t next_slice_id_ = 1;
   std::vector<std::uint64_t> dropped_slice_ids_;  // since the last persisted checkpoint
-  // The sizes eq (8) asked for at the slides (segment_rows): their running mean and variance, not persisted.
-  std::uint64_t asks_seen_ = 0;
-  double ask_mean_ = 0;
-  double ask_variance_ = 0;
+  tlbf::AskSpread ask_spread_;  // the sizes asked at the slides (segment_rows), not persisted
 
   // Which slices are valid (oldest first), for every `now` in (valid_after_ns_, valid_until_ns_] at
   // layout_version_: slices expire about once per generation, so queries rarely recompute it.
