@@ -178,6 +178,7 @@ Targets targets_of(const Config& c, const Run& run) {
   return t;
 }
 
+// Unlike verdict_at_most, a figure that is not a number is a MISS: the burst never settled back.
 const char* verdict(double reached, double limit) {
   if (!std::isfinite(reached)) return "MISS";
   return reached <= limit ? "PASS" : "MISS";

@@ -22,8 +22,6 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
-double ratio(double a, double b) { return std::isfinite(a) && std::isfinite(b) && b > 0 ? a / b : kNaN; }
-
 double low_end_bits_per_element(double rate) {
   // Seed 001 Table 2, low end: 19, 26 and 32 bits per element at 1e-2, 1e-3 and 1e-4.
   if (std::fabs(rate - 1e-2) < 1e-12) return 19;

@@ -222,8 +222,7 @@ std::string fixed2(double x) {
 }  // namespace
 
 const char* verdict(double reached, double limit, bool at_most) {
-  if (std::isnan(reached)) return "n/a";
-  return (at_most ? reached <= limit : reached >= limit) ? "PASS" : "MISS";
+  return at_most ? verdict_at_most(reached, limit) : verdict_at_least(reached, limit);
 }
 
 namespace {
