@@ -209,12 +209,7 @@ void print(const Config& c, const Run& run, const Targets& t) {
 }
 
 void json_target(Json& j, const char* name, double reached, double limit) {
-  j.open(nullptr, '{');
-  j.str("target", name);
-  j.num("reached", reached);
-  j.num("limit", limit);
-  j.str("result", verdict(reached, limit));
-  j.close('}');
+  j.target(name, reached, limit, verdict(reached, limit));
 }
 
 std::string to_json(const Config& c, const Run& run, const Targets& t) {
@@ -265,14 +260,7 @@ int run(Config c) {
   print(c, r, t);
   std::fprintf(stderr, "burst_bench: done in %.1f s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  if (!c.json.empty()) {
-    std::ofstream out(c.json);
-    out << to_json(c, r, t);
-    if (!out) {
-      std::fprintf(stderr, "burst_bench: cannot write %s\n", c.json.c_str());
-      return 2;
-    }
-  }
+  if (!c.json.empty() && !write_json_file(c.json, to_json(c, r, t), "burst_bench")) return 2;
   bool complete = std::isfinite(t.steady_fpr_ratio) && std::isfinite(t.burst_fpr_ratio);
   for (const Sample& s : r.samples) complete = complete && std::isfinite(s.measured_fpr) && std::isfinite(s.bits_per_key);
   if (!complete) std::fprintf(stderr, "burst_bench: a figure is missing or not a number\n");

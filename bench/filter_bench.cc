@@ -421,14 +421,7 @@ int run(Config config) {
               "for the same window (higher is better).\nTargets are reported, never enforced: a MISS does not "
               "change the exit code.\n");
 
-  if (!config.json.empty()) {
-    std::ofstream out(config.json);
-    out << to_json(config, reports, ts);
-    if (!out) {
-      std::fprintf(stderr, "filter_bench: cannot write %s\n", config.json.c_str());
-      return 2;
-    }
-  }
+  if (!config.json.empty() && !write_json_file(config.json, to_json(config, reports, ts), "filter_bench")) return 2;
 
   const std::vector<std::string> missing = missing_figures(reports);
   if (!missing.empty()) {

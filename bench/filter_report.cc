@@ -298,12 +298,7 @@ std::string to_json(const Config& config, const std::vector<RateReport>& reports
   j.close(']');
   j.open("targets", '[');
   for (const Target& t : ts) {
-    j.open(nullptr, '{');
-    j.str("target", t.name);
-    j.num("reached", t.reached);
-    j.num("limit", t.limit);
-    j.str("result", passes(t) ? "PASS" : "MISS");
-    j.close('}');
+    j.target(t.name, t.reached, t.limit, passes(t) ? "PASS" : "MISS");
   }
   j.close(']');
   j.close('}');

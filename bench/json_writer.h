@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -55,6 +56,15 @@ class Json {
     comma();
     out_ << '"' << key << "\":" << (v ? "true" : "false");
   }
+  // One element of a "targets" array: what was measured against its limit, and the verdict.
+  void target(const std::string& name, double reached, double limit, const char* result) {
+    open(nullptr, '{');
+    str("target", name);
+    num("reached", reached);
+    num("limit", limit);
+    str("result", result);
+    close('}');
+  }
   std::string text() const { return out_.str(); }
 
  private:
@@ -65,5 +75,13 @@ class Json {
   std::ostringstream out_;
   bool first_ = true;
 };
+
+// Writes `text` to `path`; says so on stderr, naming `program`, and returns false when it cannot.
+inline bool write_json_file(const std::string& path, const std::string& text, const char* program) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) std::fprintf(stderr, "%s: cannot write %s\n", program, path.c_str());
+  return static_cast<bool>(out);
+}
 
 }  // namespace bloomgate::bench

@@ -228,12 +228,7 @@ const char* verdict(double reached, double limit, bool at_most) {
 namespace {
 
 void json_target(Json& j, const std::string& name, double reached, double limit, bool at_most = false) {
-  j.open(nullptr, '{');
-  j.str("target", name);
-  j.num("reached", reached);
-  j.num("limit", limit);
-  j.str("result", verdict(reached, limit, at_most));
-  j.close('}');
+  j.target(name, reached, limit, verdict(reached, limit, at_most));
 }
 
 void json_breakdown(Json& j, const Breakdown& b, double snapshot_ns) {
@@ -338,10 +333,7 @@ std::string to_json(const Options& o, const Workload& w, const Report& r) {
 }  // namespace
 
 bool write_json(const Options& o, const Workload& w, const Report& r) {
-  std::ofstream out(o.json);
-  out << to_json(o, w, r);
-  if (!out) std::fprintf(stderr, "service_bench: cannot write %s\n", o.json.c_str());
-  return static_cast<bool>(out);
+  return write_json_file(o.json, to_json(o, w, r), "service_bench");
 }
 
 }  // namespace bloomgate::bench::service_bench

@@ -439,14 +439,7 @@ int run(Config c) {
   const Results r = run_all(c, dir);
   print(c, dir, r);
   std::fprintf(stderr, "state_bench: done in %.1f s\n", seconds_since(started));
-  if (!c.json.empty()) {
-    std::ofstream out(c.json);
-    out << to_json(c, dir, r);
-    if (!out) {
-      std::fprintf(stderr, "state_bench: cannot write %s\n", c.json.c_str());
-      return 2;
-    }
-  }
+  if (!c.json.empty() && !write_json_file(c.json, to_json(c, dir, r), "state_bench")) return 2;
   const std::vector<std::string> missing = missing_figures(r);
   for (const std::string& m : missing) std::fprintf(stderr, "state_bench: missing or not a number: %s\n", m.c_str());
   return missing.empty() ? 0 : 1;

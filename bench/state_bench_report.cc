@@ -127,12 +127,7 @@ std::string to_json(const Config& c, const std::string& dir, const Results& r) {
       {"restore of a 1e-3 filter after a crash (slice records) / raw read of the same bytes, cold", &r.cold}};
   for (const auto& [name, figures] : targets) {
     const double reached = ratio(figures->restore_seconds, figures->raw_read_seconds);
-    j.open(nullptr, '{');
-    j.str("target", name);
-    j.num("reached", reached);
-    j.num("limit", c.target);
-    j.str("result", verdict_at_most(reached, c.target));
-    j.close('}');
+    j.target(name, reached, c.target, verdict_at_most(reached, c.target));
   }
   j.close(']');
   j.close('}');

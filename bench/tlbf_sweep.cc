@@ -277,14 +277,7 @@ int run_sweep(const SweepConfig& config) {
   std::fprintf(stderr, "sweep: done in %.0f s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   print_targets(points);
-  if (!config.json.empty()) {
-    std::ofstream out(config.json);
-    out << to_json(points);
-    if (!out) {
-      std::fprintf(stderr, "filter_bench: cannot write %s\n", config.json.c_str());
-      return 2;
-    }
-  }
+  if (!config.json.empty() && !write_json_file(config.json, to_json(points), "filter_bench")) return 2;
   for (const Point& p : points) {
     for (const double v : {p.ours.timing.median_ns, p.plain.timing.median_ns, p.ours.bits_per_element,
                            p.plain.bits_per_element, p.ours.fpr, p.plain.fpr}) {
