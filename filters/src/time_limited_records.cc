@@ -86,6 +86,7 @@ void TimeLimitedFilter::mark_persisted() {
 }
 
 std::unique_ptr<TimeLimitedFilter> TimeLimitedFilter::from_meta(const Record& meta, std::vector<std::uint64_t>& ids) {
+  expect_meta_record(meta, FilterType::kTimeLimited);
   ByteReader r(meta.payload);
   std::unique_ptr<TimeLimitedFilter> f(new TimeLimitedFilter(Restored{}));
   f->params_.k = r.u32("k");

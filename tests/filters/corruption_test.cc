@@ -371,9 +371,8 @@ TEST_P(Corruption, BadSliceRecordsAreRejected) {
                         "a meta record");
 }
 
-// The types whose own restore checks the metadata record's kind, type and id: filters::restore dispatches on
-// the type, so this matters to a caller of the type's restore. Time-limited is not among them: its restore
-// leaves the check to filters::restore.
+// Every type's own restore checks the metadata record's kind, type and id: filters::restore dispatches on
+// the type, so this matters to a caller of the type's restore.
 class OwnMetadata : public Corruption {};
 
 TEST_P(OwnMetadata, MetadataOfAnotherTypeOrKindIsRejected) {
@@ -383,7 +382,6 @@ TEST_P(OwnMetadata, MetadataOfAnotherTypeOrKindIsRejected) {
   expect_restore_rejects(encode_record(RecordKind::kSlice, kind_.options.type, 0, meta.payload), "a slice record");
   expect_restore_rejects(encode_record(RecordKind::kMeta, kind_.options.type, 1, meta.payload), "a slice id");
 }
-
 
 // The types whose metadata counts insertions, each of which set at least one bit: a slice whose bits are all
 // cleared contradicts it.
@@ -415,7 +413,7 @@ INSTANTIATE_TEST_SUITE_P(Kinds, Corruption,
                          kind_name);
 INSTANTIATE_TEST_SUITE_P(Kinds, OwnMetadata,
                          ::testing::Values(&bloom_kind, &scalable_kind, &continuous_kind, &spectral_kind,
-                                           &age_partitioned_kind),
+                                           &time_limited_kind, &age_partitioned_kind),
                          kind_name);
 INSTANTIATE_TEST_SUITE_P(Kinds, CountedBits, ::testing::Values(&bloom_kind, &scalable_kind), kind_name);
 INSTANTIATE_TEST_SUITE_P(Kinds, PaddingCells, ::testing::Values(&continuous_kind, &spectral_kind), kind_name);

@@ -83,9 +83,6 @@ class TimeLimitedFilter final : public Filter {
   using Filter::test_and_insert_with_age;
 
   static std::unique_ptr<Filter> restore(const Record& meta, const SliceViews& slices);
-  static std::unique_ptr<Filter> restore(const Record& meta, const SliceLookup& lookup) {
-    return restore(meta, SliceViews::of(lookup));
-  }
   // Snapshots (filter.h; the format is in time_limited_snapshot.cc).
   std::optional<FilterSnapshot> snapshot() const override;
   static std::unique_ptr<Filter> restore_snapshot(const Record& meta, std::string_view meta_record,
