@@ -1,7 +1,7 @@
 // File: partitioned_bloom.h
 //
-// Internal: one fixed-capacity partitioned Bloom filter (python-bloomfilter's BloomFilter, tlbf-spec.md
-// d.2), the building block of BloomFilter (one of them) and ScalableBloomFilter (a growing list of them).
+// Internal: one fixed-capacity partitioned Bloom filter (python-bloomfilter's BloomFilter: k partitions of
+// m/k bits, one probe in each), the building block of BloomFilter (one of them) and ScalableBloomFilter (a growing list of them).
 // Defined here and in bloom_filter.cc.
 //
 // Layout: k slices of slice_bits bits each, one after the other in a PagedWords array; probe j of a key
