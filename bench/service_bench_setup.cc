@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "bloomgate/config/config.h"
 #include "bench_support.h"
 #include "service_bench.h"
 
@@ -132,12 +133,15 @@ Workload make_workload(const Options& options) {
 // Kafka plumbing shared by every side
 
 connectors::KafkaConfig client_config(const Setup& setup, bool consumer) {
-  // What Service::Impl::client_config does: bootstrap servers, earliest for consumers, then the
-  // properties on top.
+  // What the service does for its clients: bootstrap servers, earliest for consumers, then the properties
+  // of the client's role on top (a `consumer.` or `producer.` prefix sends one to that role only).
   connectors::KafkaConfig kafka;
   kafka.with("bootstrap.servers", setup.broker.bootstrap_servers());
   if (consumer) kafka.with("auto.offset.reset", "earliest");
-  if (connectors::KafkaError error = kafka.set_all(setup.properties); !error.ok()) {
+  config::KafkaSettings settings;
+  settings.properties = setup.properties;
+  const auto role = consumer ? config::ClientRole::kConsumer : config::ClientRole::kProducer;
+  if (connectors::KafkaError error = kafka.set_all(config::properties_for(settings, role)); !error.ok()) {
     throw std::runtime_error("--property: " + error.message());
   }
   return kafka;
