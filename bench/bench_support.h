@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -33,6 +34,11 @@ inline std::uint64_t mix64(std::uint64_t x) noexcept {
 
 // splitmix64's output for the state x: the finalizer of x plus its increment.
 inline std::uint64_t splitmix64(std::uint64_t x) noexcept { return mix64(x + 0x9e3779b97f4a7c15ULL); }
+
+// Seconds of the steady clock since `start`.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // a / b for two figures of one run; NaN when either is not a number or b is not positive.
 inline double ratio(double a, double b) {

@@ -258,8 +258,7 @@ int run(Config c) {
   const Run r = run_burst(c);
   const Targets t = targets_of(c, r);
   print(c, r, t);
-  std::fprintf(stderr, "burst_bench: done in %.1f s\n",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  std::fprintf(stderr, "burst_bench: done in %.1f s\n", seconds_since(started));
   if (!c.json.empty() && !write_json_file(c.json, to_json(c, r, t), "burst_bench")) return 2;
   bool complete = std::isfinite(t.steady_fpr_ratio) && std::isfinite(t.burst_fpr_ratio);
   for (const Sample& s : r.samples) complete = complete && std::isfinite(s.measured_fpr) && std::isfinite(s.bits_per_key);

@@ -184,8 +184,7 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
     const Event e = stream.next();
     if (e.is_new || !plan.warmup_skips_repeats) f.test_and_insert(KeyHash{e.key}, at(e.now_ns));
   }
-  const double warmup_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_start).count();
+  const double warmup_s = seconds_since(warmup_start);
   std::fprintf(stderr, "    warm-up: %" PRIu64 " events in %.1f s (%.0f ns/event)\n", warmup, warmup_s,
                warmup_s * 1e9 / static_cast<double>(std::max<std::uint64_t>(warmup, 1)));
   {
@@ -413,8 +412,7 @@ int run(Config config) {
   }
 
   const std::vector<Target> ts = targets(reports);
-  std::fprintf(stderr, "filter_bench: done in %.0f s\n",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count());
+  std::fprintf(stderr, "filter_bench: done in %.0f s\n", seconds_since(run_start));
   print_targets(ts);
   std::printf("\nSpeed ratios divide by the split-block Bloom filter timed in the same run on the same stream "
               "(lower is better);\nmemory ratios divide the exact TTL set's counted bytes by the filter's memory ((bits + padding)/8) "

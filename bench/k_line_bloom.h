@@ -7,11 +7,12 @@
 // search, no validity, no generations.
 //
 // Why it is measured: the out-of-cache target (4 x the split-block filter) is a ratio against one
-// line per key. A time-limited filter at the bits per element the same issue asks for needs k of 12 / 16
-// / 20 at 1e-2 / 1e-3 / 1e-4 (the (k, l) table (docs/filters.md, "False-positive model"), levels 5-6), and its k bits cannot share lines without the
-// blocked-Bloom FPR penalty (docs/filters.md, "The floor of k lines"). So this filter, timed on the same
-// stream and the same memory, is how fast the time-limited filter could be if all its own work cost
-// nothing, and its ratio to the split-block filter says whether 4 x is reachable on this machine at all.
+// line per key. A time-limited filter at its bits-per-element target needs k of 12 / 16 / 20 at 1e-2 /
+// 1e-3 / 1e-4 (levels 5-6 of the (k, l) table, docs/filters.md, "False-positive model"), and its k bits
+// cannot share lines without the blocked-Bloom FPR penalty (docs/filters.md, "The floor of k lines"). So
+// this filter, timed on the same stream and the same memory, is how fast the time-limited filter could be
+// if all its own work cost nothing, and its ratio to the split-block filter says whether 4 x is reachable
+// on this machine at all.
 //
 // Positions: line fast_range(probe_j, lines) from the high bits of the key's j-th probe (the same
 // ProbeSequence as the filters), bit probe_j mod 512 in it from the low bits. Thread-safety: none.

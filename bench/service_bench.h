@@ -320,8 +320,6 @@ struct Report {
   double total_seconds = kNaN;
 };
 
-// PASS when `reached` is at least `limit`, or with `at_most` at most `limit`; n/a when it is not a number.
-const char* verdict(double reached, double limit, bool at_most = false);
 // The median over rounds of one of their figures.
 double median_of(const std::vector<RoundResult>& rounds, double RunFigures::*field);
 void print_head(const Options& options, const Workload& workload, const Report& r);

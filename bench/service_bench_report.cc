@@ -83,10 +83,10 @@ void print_rounds(const Options& options, const Report& r) {
   }
     std::printf("RATIOS service / passthrough (median of %d alternated round pairs)\n", options.rounds);
     std::printf("  %-34s %8.3f   target >= %.2f   %s\n", "input events/s", r.speed_ratio, options.target,
-                verdict(r.speed_ratio, options.target));
+                verdict_at_least(r.speed_ratio, options.target));
     std::printf("  %-34s %8.3f   target <= %.2f   %s   (higher = the service spends more CPU per event)\n\n",
                 "process CPU per event", r.cpu_ratio, options.cpu_target,
-                verdict(r.cpu_ratio, options.cpu_target, /*at_most=*/true));
+                verdict_at_most(r.cpu_ratio, options.cpu_target));
 
     std::printf("ROUNDS (from %.0f%% of the events consumed to the last sample before all; samples every %d ms)\n",
                 options.warmup_share * 100, options.sample_ms);
@@ -219,17 +219,6 @@ std::string fixed2(double x) {
   std::snprintf(text, sizeof text, "%.2f", x);
   return text;
 }
-}  // namespace
-
-const char* verdict(double reached, double limit, bool at_most) {
-  return at_most ? verdict_at_most(reached, limit) : verdict_at_least(reached, limit);
-}
-
-namespace {
-
-void json_target(Json& j, const std::string& name, double reached, double limit, bool at_most = false) {
-  j.target(name, reached, limit, verdict(reached, limit, at_most));
-}
 
 void json_breakdown(Json& j, const Breakdown& b, double snapshot_ns) {
   j.open("breakdown", '{');
@@ -318,12 +307,15 @@ std::string to_json(const Options& o, const Workload& w, const Report& r) {
   if (r.rebuild) json_rebuild(j, *r.rebuild);
   j.open("targets", '[');
   if (!r.service.empty()) {
-    json_target(j, "service events/s >= " + fixed2(o.target) + " x passthrough", r.speed_ratio, o.target);
-    json_target(j, "service CPU per event <= " + fixed2(o.cpu_target) + " x passthrough", r.cpu_ratio, o.cpu_target,
-                /*at_most=*/true);
+    j.target("service events/s >= " + fixed2(o.target) + " x passthrough", r.speed_ratio, o.target,
+             verdict_at_least(r.speed_ratio, o.target));
+    j.target("service CPU per event <= " + fixed2(o.cpu_target) + " x passthrough", r.cpu_ratio, o.cpu_target,
+             verdict_at_most(r.cpu_ratio, o.cpu_target));
   }
   if (o.checkpoint_ab) {
-    json_target(j, "checkpoint every second >= 0.95 x checkpoints off, events/s", ab_median(r.ab), o.ab_target);
+    const double ab = ab_median(r.ab);
+    j.target("checkpoint every second >= 0.95 x checkpoints off, events/s", ab, o.ab_target,
+             verdict_at_least(ab, o.ab_target));
   }
   j.close(']');
   j.close('}');

@@ -66,8 +66,6 @@ constexpr std::size_t kReadChunk = 1 << 20;       // read(2) in 1 MiB chunks, as
 
 std::uint64_t key_of(const Config& c, std::uint64_t i) { return mix64(i + c.seed * 0x9e3779b97f4a7c15ULL); }
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 // ------------------------------------------------------------------------------------------------------
 // Files and the page cache
 

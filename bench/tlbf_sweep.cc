@@ -274,8 +274,7 @@ int run_sweep(const SweepConfig& config) {
     }
   }
   std::fflush(stdout);
-  std::fprintf(stderr, "sweep: done in %.0f s\n",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::fprintf(stderr, "sweep: done in %.0f s\n", seconds_since(start));
   print_targets(points);
   if (!config.json.empty() && !write_json_file(config.json, to_json(points), "filter_bench")) return 2;
   for (const Point& p : points) {
