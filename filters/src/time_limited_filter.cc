@@ -83,6 +83,7 @@ std::size_t TimeLimitedFilter::slice_count() const noexcept { return slices_.siz
 // filter keeps k+l: its slices are a little larger than the slice size asks, so the oldest has often expired by the
 // next slide.
 void TimeLimitedFilter::reset(std::int64_t now_ns) {
+  settle_region();
   for (const BitSlice& slice : slices_) dropped_slice_ids_.push_back(slice.id);
   slices_.clear();
   segments_.clear();
@@ -156,6 +157,33 @@ const std::vector<ColumnSlice*>& TimeLimitedFilter::slices_by_position() const {
     by_position_version_ = layout_version_;
   }
   return by_position_;
+}
+
+// Rebuilt when the layout moved, after the counts of the region it replaces are settled.
+const TimeLimitedFilter::RegionColumn* TimeLimitedFilter::region_columns() const {
+  if (region_version_ != layout_version_) {
+    settle_region();
+    const std::vector<ColumnSlice*>& newest = slices_by_position();
+    for (std::uint32_t p = 0; p < params_.k; ++p) {
+      region_[p] = {newest[p], newest[p]->cells, newest[p]->slot, newest[p]->hash_index};
+    }
+    region_version_ = layout_version_;
+  }
+  return region_.data();
+}
+
+// The region's slices are still alive here: slices leave from the oldest end, never below k + l, and
+// reset() settles before it clears them.
+void TimeLimitedFilter::settle_region() const {
+  if (region_inserted_ == 0) return;
+  for (std::uint32_t p = 0; p < params_.k; ++p) {
+    ColumnSlice& slice = *region_[p].slice;
+    slice.insertions += region_inserted_;
+    slice.set_bits += region_new_bits_[p];
+    slice.dirty = true;
+    region_new_bits_[p] = 0;
+  }
+  region_inserted_ = 0;
 }
 
 // Recomputed when the layout changed or `now` left the span over which no slice changes state.
@@ -304,21 +332,19 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
     end_generation_early();
   }
   if (generation_remaining_ == 0) slide(now_ns);
-  // After a slide, reset or early generation end above the cells are found again. The k newest slices are
-  // read from slices_by_position(): a deque's iterator steps and operator[] divides.
-  const std::vector<ColumnSlice*>& newest = slices_by_position();
+  // After a slide, reset or early generation end above the cells are found again.
+  const RegionColumn* region = region_columns();
   if (located != nullptr && segments_.size() == 1 && located_in(*segments_.front(), *located)) {
-    for (std::uint32_t p = 0; p < params_.k; ++p) newest[p]->set_in_cell(located->start[newest[p]->hash_index]);
+    for (std::uint32_t p = 0; p < params_.k; ++p) {
+      const RegionColumn& column = region[p];
+      region_new_bits_[p] += detail::set_cell_bit(column.cells, located->start[column.hash_index] + column.slot);
+    }
   } else {
     for (std::uint32_t p = 0; p < params_.k; ++p) {
-      ColumnSlice& slice = *newest[p];
-      if (located != nullptr && located_in(*slice.segment, *located)) {
-        slice.set_in_cell(located->start[slice.hash_index]);
-      } else {
-        slice.set(probes);
-      }
+      region_new_bits_[p] += detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes));
     }
   }
+  ++region_inserted_;
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
   last_insert_ns_ = now_ns;
   ++generation_inserted_;
@@ -343,6 +369,7 @@ void TimeLimitedFilter::end_generation_early() {
 // The slide (docs/filters.md, "Insertion, generations and slides"): measure the rate, retire the expired
 // tail, shift or grow, install a new slice sized for the target rate, then size the next generation.
 void TimeLimitedFilter::slide(std::int64_t now_ns) {
+  settle_region();
   const std::uint64_t target = target_generation_size();
   retire_expired_tail(now_ns);
   const BitSlice& oldest = slices_.back();
@@ -395,10 +422,10 @@ void TimeLimitedFilter::drop_oldest() {
 
 // The asked sizes' observed spread once there is one, else (a new or restored filter) the Poisson noise of
 // the rate estimate (docs/filters.md, "Segments").
-std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const {
+std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits, std::uint64_t newest_rows, double ramp_headroom) const {
   double deviation = ask_spread_.deviation();
   if (deviation < 0) deviation = tlbf::poisson_deviation(bits, params_.k, kRateWindow);
-  return tlbf::segment_rows(bits, newest_rows, deviation, max_slice_bits_);
+  return tlbf::segment_rows(bits, newest_rows, deviation, max_slice_bits_, ramp_headroom);
 }
 
 void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) {
@@ -409,13 +436,19 @@ void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) 
 // is then the segment's), else of a new segment sized by segment_rows() (exactly, for a restore).
 void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
                                          bool exact_size) {
-  if (segments_.empty() || !tlbf::shares_rows(segments_.back()->rows(), bits, exact_size)) {
+  if (!shares_newest_segment(bits, exact_size)) {
     // A segment grows one slot (k columns) at a time, so the one left behind has fewer than k free columns:
     // it keeps them rather than be copied: a copy transposes all its cells (docs/decisions/tlbf-phase-tables.md,
     // "Several segments: the walk").
     const std::uint64_t newest_rows = segments_.empty() ? bits : segments_.back()->rows();
-    open_segment(exact_size ? bits : segment_rows(bits, newest_rows), 1);
+    if (exact_size) {
+      open_segment(bits, 1);
+    } else {
+      const double ramp_headroom = ramp_.open(bits, !segments_.empty() && bits > newest_rows, params_.k);
+      open_segment(segment_rows(bits, newest_rows, ramp_headroom), 1);
+    }
   }
+  if (!exact_size) ramp_.asked(bits);
   if (segments_.back()->full()) {
     if (segments_.back()->columns() < ColumnSegment::max_slices(params_.k)) {
       grow(*segments_.back());
@@ -430,6 +463,12 @@ void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, s
   slice.place(segments_.back().get(), segments_.back()->push(hash_index));
   slices_.push_front(std::move(slice));
   ++layout_version_;
+}
+
+bool TimeLimitedFilter::shares_newest_segment(std::uint64_t bits, bool exact_size) const noexcept {
+  if (segments_.empty()) return false;
+  const std::uint64_t rows = segments_.back()->rows();
+  return tlbf::shares_rows(rows, bits, exact_size) || (!exact_size && ramp_.takes(bits, rows));
 }
 
 // Copies the segment into one with one more slot per phase (k more columns), so a steady filter ends with
@@ -477,6 +516,7 @@ std::uint64_t TimeLimitedFilter::elements_in_window(std::int64_t now_ns) const {
 }
 
 FilterStats TimeLimitedFilter::stats(TimePoint now) const {
+  settle_region();
   const std::int64_t now_ns = clamp(now);
   FilterStats s;
   s.type = type();

@@ -25,6 +25,7 @@ constexpr std::uint64_t kMaxSlicesOnDisk = 1ULL << 20;
 }  // namespace
 
 FilterImage TimeLimitedFilter::image(ImageScope scope) const {
+  settle_region();
   FilterImage out;
   out.meta = meta_record();
   std::vector<detail::Words> words = slice_words(scope);

@@ -111,6 +111,7 @@ SnapshotHeader parse_header(const Record& header) {
 }  // namespace
 
 std::optional<FilterSnapshot> TimeLimitedFilter::snapshot() const {
+  settle_region();
   if (segments_.size() != 1 || segments_.front()->rows() < kMinSnapshotRows || slices_.empty()) {
     return std::nullopt;
   }

@@ -15,6 +15,7 @@ constexpr double kMinHeadroom = 1.0 / 128;
 constexpr double kMaxHeadroom = 0.125;
 constexpr double kMaxRampHeadroom = 0.25;
 constexpr std::uint64_t kAskMemory = 16;  // slides
+constexpr double kMaxRampSegmentHeadroom = 0.5;
 
 std::uint64_t ceil_div(double numerator, double denominator) {
   const double q = std::ceil(numerator / denominator);
@@ -73,10 +74,12 @@ bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexce
   return bits >= rows - rows / kShareBelow && bits <= rows + rows / kShareAbove;
 }
 
-std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows, double deviation, std::uint64_t max_bits) {
+std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows, double deviation, std::uint64_t max_bits,
+                           double ramp_headroom) {
   const double growth =
       std::clamp(static_cast<double>(bits) / static_cast<double>(newest_rows) - 1, 0.0, kMaxRampHeadroom);
-  const double headroom = std::max(std::clamp(kHeadroomDeviations * deviation, kMinHeadroom, kMaxHeadroom), growth);
+  const double headroom =
+      std::max({std::clamp(kHeadroomDeviations * deviation, kMinHeadroom, kMaxHeadroom), growth, ramp_headroom});
   const auto rows = static_cast<std::uint64_t>(std::ceil(static_cast<double>(bits) * (1 + headroom)));
   return std::max(bits, std::min(rows, max_bits));
 }
@@ -102,6 +105,32 @@ void AskSpread::record(std::uint64_t bits) noexcept {
 double AskSpread::deviation() const noexcept {
   if (seen_ < 2 * kAskMemory || mean_ <= 0) return -1;
   return std::sqrt(variance_) / mean_;
+}
+
+double RampTracker::open(std::uint64_t bits, bool grew, std::uint32_t k) noexcept {
+  ramp_opened_for_ = 0;
+  if (!grew) {
+    streak_first_ask_ = 0;
+    return 0;
+  }
+  if (streak_first_ask_ == 0 || streak_slides_ == 0 || bits <= streak_first_ask_) {
+    streak_first_ask_ = bits;
+    streak_slides_ = 0;
+    return 0;
+  }
+  const double per_slide = std::pow(static_cast<double>(bits) / static_cast<double>(streak_first_ask_),
+                                    1.0 / static_cast<double>(streak_slides_));
+  ramp_opened_for_ = bits;
+  return std::min(kMaxRampSegmentHeadroom, std::pow(per_slide, static_cast<double>(k - 1)) - 1);
+}
+
+bool RampTracker::takes(std::uint64_t bits, std::uint64_t rows) const noexcept {
+  return ramp_opened_for_ != 0 && bits >= ramp_opened_for_ && bits >= last_ask_ && bits <= rows + rows / kShareAbove;
+}
+
+void RampTracker::asked(std::uint64_t bits) noexcept {
+  last_ask_ = bits;
+  if (streak_first_ask_ != 0) ++streak_slides_;
 }
 
 }  // namespace bloomgate::filters::tlbf

@@ -44,6 +44,7 @@ TEST(TimeLimitedFilter, RoundTripThroughCheckpointRecords) {
   for (int i = 0; i < 10; ++i) filter.test_and_insert(key_name(1'000'000 + i), later);
   const FilterImage delta = store.checkpoint(filter, ImageScope::kChangedSinceLastPersist);
   EXPECT_LE(delta.slices.size(), filter.params().k + 1U) << "only the slices being written change";
+  EXPECT_GE(delta.slices.size(), filter.params().k) << "every slice an insertion wrote is in the delta";
   const auto restored = store.restore();
   EXPECT_EQ(serialize(*restored), serialize(filter));
   for (std::uint64_t key = 0; key < 3000; ++key) {

@@ -117,6 +117,27 @@ TEST(TimeLimitedFilter, LargeSlicesThroughRateChanges) {
   EXPECT_GT(most_segments, 1U) << "the rate changes opened segments";
 }
 
+// The service's shape at its start: a filter created for 14,000 keys per TTL is fed 8 x that, with a TTL
+// longer than the data, so the rate estimate ramps up slide after slide and nothing expires. Each segment
+// of the ramp holds slices for the growth of the next k - 1 slides, so there are few and their free columns
+// hold fewer bits than the slices.
+TEST(TimeLimitedFilter, ARateRampKeepsFewSegmentsAndLittleFreeMemory) {
+  TimeLimitedFilter filter(tlbf_options(0.001, seconds(100), 14'000));
+  std::size_t most_segments = 0;
+  SegmentCounter probe{filter, most_segments};
+  const auto out = replay(probe, seconds(100), kStart, {{seconds(15), 1'120}}, 0.3, 10'000, true, 97, false);
+  const auto stats = filter.stats(kStart + seconds(15));
+  std::uint64_t slice_bits = 0;
+  for (const SliceStats& slice : stats.slice_stats) slice_bits += slice.bits;
+  std::printf("rate ramp: %llu events, at most %zu segments; slices %llu bits, free columns and rounding %llu\n",
+              static_cast<unsigned long long>(out.events), most_segments,
+              static_cast<unsigned long long>(slice_bits), static_cast<unsigned long long>(stats.padding_bits));
+  EXPECT_EQ(out.false_negatives, 0U);
+  EXPECT_EQ(probe.mismatches, 0U);
+  EXPECT_LE(most_segments, 8U);
+  EXPECT_LE(stats.padding_bits, slice_bits);
+}
+
 // The batch locates each key's rows one key ahead, so a slide between its prefetch and its query must not
 // leave it reading or setting the rows of a layout that has changed: same answers, same filter.
 TEST(TimeLimitedFilter, ALargeFilterBatchedThroughRateChangesAnswersLikeOneCallPerKey) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -80,6 +81,60 @@ TEST(TlbfSizing, AskSpreadWaitsForThirtyTwoSizes) {
   AskSpread alternating;  // 900 and 1100 in turn: a deviation near 100 / 1000
   for (int i = 0; i < 400; ++i) alternating.record(i % 2 == 0 ? 900 : 1100);
   EXPECT_NEAR(alternating.deviation(), 0.1, 0.01);
+}
+
+TEST(TlbfSizing, SegmentRowsTakeTheRampHeadroomWhenItIsMore) {
+  EXPECT_EQ(segment_rows(10000, 10000, 0.0, kNoCap, 0.5), 15000U);
+  EXPECT_EQ(segment_rows(12500, 10000, 0.0, kNoCap, 0.1), 15625U);  // the growth's 1/4 is more
+  EXPECT_EQ(segment_rows(10000, 10000, 0.0, 12000, 0.5), 12000U);   // the cap
+}
+
+// Asks rising 5% a slide: the first segment opened because they grew only starts the count, the second
+// extrapolates 1.05 per slide over k - 1 = 14 slides (1.05^14 - 1 = 0.98), at most 1/2.
+TEST(TlbfSizing, ARampOpensSegmentsForTheGrowthOfTheNextKMinusOneSlides) {
+  constexpr std::uint32_t k = 15;
+  RampTracker ramp;
+  EXPECT_EQ(ramp.open(1000, true, k), 0.0);
+  ramp.asked(1000);
+  ramp.asked(1050);
+  EXPECT_DOUBLE_EQ(ramp.open(1102, true, k), std::min(0.5, std::pow(1102.0 / 1000, 14.0 / 2) - 1));
+  ramp.asked(1102);
+  RampTracker slow;  // 1% a slide over 4 slides: 1.01^14 - 1
+  EXPECT_EQ(slow.open(1000, true, k), 0.0);
+  for (const std::uint64_t ask : {1000U, 1010U, 1020U, 1030U}) slow.asked(ask);
+  EXPECT_NEAR(slow.open(1041, true, k), std::pow(1.041, 14.0 / 4) - 1, 1e-12);
+}
+
+// A ramp segment takes the asks from the one it opened for up to its rows and a 64th while they do not
+// fall; a fall, or a segment opened for any other reason, ends that.
+TEST(TlbfSizing, ARampSegmentTakesRisingAsksOnly) {
+  constexpr std::uint32_t k = 15;
+  RampTracker ramp;
+  ramp.open(1000, true, k);
+  ramp.asked(1000);
+  ASSERT_GT(ramp.open(1100, true, k), 0.0);
+  ramp.asked(1100);
+  const std::uint64_t rows = 1650;
+  EXPECT_TRUE(ramp.takes(1100, rows));
+  EXPECT_TRUE(ramp.takes(1200, rows));
+  EXPECT_TRUE(ramp.takes(rows + rows / 64, rows));
+  EXPECT_FALSE(ramp.takes(rows + rows / 64 + 1, rows));
+  ramp.asked(1200);
+  EXPECT_FALSE(ramp.takes(1150, rows)) << "the asks fell";
+  EXPECT_EQ(ramp.open(1150, false, k), 0.0);
+  ramp.asked(1150);
+  EXPECT_FALSE(ramp.takes(1300, rows)) << "the newest segment is not a ramp segment";
+}
+
+// Asks that go up and down by noise never ramp: each growth opening follows a fall, so none is the second
+// in a row.
+TEST(TlbfSizing, NoiseDoesNotRamp) {
+  RampTracker ramp;
+  for (int i = 0; i < 100; ++i) {
+    const bool up = i % 2 == 0;
+    EXPECT_EQ(ramp.open(up ? 1100 : 900, up, 15), 0.0) << i;
+    ramp.asked(up ? 1100 : 900);
+  }
 }
 
 }  // namespace

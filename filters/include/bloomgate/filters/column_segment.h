@@ -172,7 +172,7 @@ struct ColumnSlice : BitSlice {
   std::uint32_t width = 1;  // the segment's cell width
   std::uint32_t column = 0;
   std::uint32_t slot = 0;   // its bit in a cell
-  std::uint64_t set_bits = 0;  // kept on insertion, so stats() reads fills without scanning columns
+  std::uint64_t set_bits = 0;  // counted by the insertion, so stats() reads fills without scanning columns
 
   void place(ColumnSegment* in, std::uint32_t at) noexcept {
     segment = in;
@@ -189,24 +189,20 @@ struct ColumnSlice : BitSlice {
     const std::uint64_t b = cell_of(probes);
     return ((cells[b >> 6] >> (b & 63)) & 1U) != 0;
   }
-  void set(const Probes& probes) noexcept { set_bit(cell_of(probes)); }
-  // The same, given the first bit of the key's cell in the column's table (ColumnSegment::locate).
-  void set_in_cell(std::uint64_t cell_start) noexcept { set_bit(cell_start + slot); }
   void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[cell_of(probes) >> 6]); }
   double measured_fill() const noexcept {
     return bits == 0 ? 0.0 : static_cast<double>(set_bits) / static_cast<double>(bits);
   }
-
- private:
-  void set_bit(std::uint64_t b) noexcept {
-    const std::uint64_t mask = std::uint64_t{1} << (b & 63);
-    const std::uint64_t word = cells[b >> 6];
-    set_bits += (word & mask) == 0 ? 1U : 0U;  // no branch: at half fill it would mispredict every other bit
-    cells[b >> 6] = word | mask;
-    ++insertions;
-    dirty = true;
-  }
 };
+
+// Sets bit `bit` of `cells` and returns 1 when it was clear, without a branch: at half fill a branch would
+// mispredict every other bit.
+inline std::uint64_t set_cell_bit(std::uint64_t* cells, std::uint64_t bit) noexcept {
+  const std::uint64_t mask = std::uint64_t{1} << (bit & 63);
+  const std::uint64_t word = cells[bit >> 6];
+  cells[bit >> 6] = word | mask;
+  return (word & mask) == 0 ? 1U : 0U;
+}
 
 // Bit j of a[i] goes to bit i of a[j].
 void transpose64(std::uint64_t* a) noexcept;

@@ -122,7 +122,9 @@ class TimeLimitedFilter final : public Filter {
   const std::vector<detail::ColumnSlice*>& slices_by_position() const;
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   // Rows of a segment opened for slices of `bits` bits, the newest segment having `newest_rows`.
-  std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows) const;
+  std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows, double ramp_headroom) const;
+  // Whether a slice asked to be `bits` bits goes into the newest segment (its size then the segment's).
+  bool shares_newest_segment(std::uint64_t bits, bool exact_size) const noexcept;
   void open_segment(std::uint64_t rows, std::uint32_t columns);
   void grow(detail::ColumnSegment& segment);
   void resize(detail::ColumnSegment& segment, std::uint32_t columns);
@@ -170,6 +172,7 @@ class TimeLimitedFilter final : public Filter {
   std::uint64_t next_slice_id_ = 1;
   std::vector<std::uint64_t> dropped_slice_ids_;  // since the last persisted checkpoint
   tlbf::AskSpread ask_spread_;  // the sizes asked at the slides (segment_rows), not persisted
+  tlbf::RampTracker ramp_;      // whether they rise segment after segment, not persisted
 
   // Which slices are valid (oldest first), for every `now` in (valid_after_ns_, valid_until_ns_] at
   // layout_version_: slices expire about once per generation, so queries rarely recompute it.
@@ -184,6 +187,23 @@ class TimeLimitedFilter final : public Filter {
   // the deque.
   mutable std::vector<detail::ColumnSlice*> by_position_;
   mutable std::uint64_t by_position_version_ = ~std::uint64_t{0};
+
+  // The insertion region (the k newest slices) as the insertion reads it: each slice's cells and bit in a
+  // cell, rebuilt when the layout moves. An insertion counts into region_inserted_ and region_new_bits_
+  // instead of into k slices; settle_region() adds the counts to the slices (insertions, set_bits, dirty)
+  // before anything reads those or the region moves.
+  struct RegionColumn {
+    detail::ColumnSlice* slice = nullptr;
+    std::uint64_t* cells = nullptr;
+    std::uint32_t slot = 0;
+    std::uint32_t hash_index = 0;
+  };
+  const RegionColumn* region_columns() const;
+  void settle_region() const;
+  mutable std::array<RegionColumn, detail::kMaxProbes> region_{};
+  mutable std::uint64_t region_version_ = ~std::uint64_t{0};
+  mutable std::uint64_t region_inserted_ = 0;
+  mutable std::array<std::uint64_t, detail::kMaxProbes> region_new_bits_{};
 };
 
 }  // namespace bloomgate::filters

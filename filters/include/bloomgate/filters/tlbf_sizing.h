@@ -40,8 +40,9 @@ bool shares_rows(std::uint64_t rows, std::uint64_t bits, bool exact_size) noexce
 // The rows of a segment opened for slices asked to be `bits` bits, the newest segment having `newest_rows`:
 // `bits` plus headroom of 2.5 relative standard deviations (`deviation`) of the asked sizes, between 1/128
 // and 1/8, or, when the sizes grew past the newest segment's (a rate ramp), as much again as they grew, up
-// to 1/4; at least `bits`, at most max_bits.
-std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows, double deviation, std::uint64_t max_bits);
+// to 1/4, or `ramp_headroom` (RampTracker::open) when that is more; at least `bits`, at most max_bits.
+std::uint64_t segment_rows(std::uint64_t bits, std::uint64_t newest_rows, double deviation, std::uint64_t max_bits,
+                           double ramp_headroom = 0);
 
 // The relative standard deviation of the asked sizes before their spread has been observed: the Poisson
 // noise of a rate counted over `rate_window` generations of g = bits ln 2 / k insertions.
@@ -59,6 +60,30 @@ class AskSpread {
   std::uint64_t seen_ = 0;
   double mean_ = 0;
   double variance_ = 0;
+};
+
+// A rate ramp (docs/filters.md, "Segments"): the asked sizes rise past one segment after another. A segment
+// holds k - 1 slices before it grows, so a segment that a ramp opens gets the headroom of the growth
+// expected over k - 1 slides, and takes every ask from the one it was opened for up to its rows while the
+// asks do not fall: without it every segment of a ramp held one or two slices in k columns. Not persisted:
+// a restored filter starts afresh.
+class RampTracker {
+ public:
+  // A segment opens for an ask of `bits`; `grew`: the ask lies above the newest segment's band. Returns the
+  // headroom the segment gets for the ramp, 0 when the asks are not ramping: the second opening in a row
+  // because the asks grew extrapolates their growth per slide since the first one over k - 1 slides, at
+  // most doubling the size.
+  double open(std::uint64_t bits, bool grew, std::uint32_t k) noexcept;
+  // Whether the newest segment, of `rows` rows, takes an ask of `bits` as a ramp segment.
+  bool takes(std::uint64_t bits, std::uint64_t rows) const noexcept;
+  // Every slide, after the ask is placed.
+  void asked(std::uint64_t bits) noexcept;
+
+ private:
+  std::uint64_t streak_first_ask_ = 0;  // 0: the newest segment did not open because the asks grew
+  std::uint64_t streak_slides_ = 0;
+  std::uint64_t ramp_opened_for_ = 0;   // 0: the newest segment is not a ramp segment
+  std::uint64_t last_ask_ = 0;
 };
 
 }  // namespace bloomgate::filters::tlbf
