@@ -46,6 +46,7 @@ struct Run {
   std::uint64_t present = 0;
   std::size_t max_segments = 0;
   std::size_t max_slices = 0;
+  double mib = 0;  // all partitions' filters at the end: ours' slices, free columns and rounding included
 };
 
 // ns per operation over the whole stream, fresh filters each time; `op(filter, key, ns)`.
@@ -64,7 +65,11 @@ Run time_run(const Events& events, std::uint32_t partitions, Make&& make, Op&& o
     for (const auto& f : filters) {
       run.max_segments = std::max(run.max_segments, f->segment_count());
       run.max_slices = std::max(run.max_slices, f->slice_count());
+      const filters::FilterStats s = f->stats(filters::from_epoch_nanos(events.now_ns.back()));
+      run.mib += static_cast<double>(s.bits + s.padding_bits) / 8 / (1024.0 * 1024.0);
     }
+  } else {
+    for (const auto& f : filters) run.mib += static_cast<double>(f->bits()) / 8 / (1024.0 * 1024.0);
   }
   return run;
 }
@@ -90,8 +95,8 @@ int run_ramp(const RampConfig& c) {
               "fed %llu x that; TTL longer than the data; error rate %g; median of %d runs\n",
               c.partitions, static_cast<unsigned long long>(c.events), static_cast<unsigned long long>(c.hint),
               static_cast<unsigned long long>(c.growth), c.rate, c.repetitions);
-  std::printf("%5s %3s %4s %9s %7s %10s %10s %10s %8s %8s\n", "level", "k", "l", "segments", "slices", "ours ns",
-              "w/ age ns", "plain ns", "plain/us", "present");
+  std::printf("%5s %3s %4s %9s %7s %10s %10s %10s %8s %8s %9s %10s\n", "level", "k", "l", "segments", "slices",
+              "ours ns", "w/ age ns", "plain ns", "plain/us", "present", "ours MiB", "plain MiB");
   for (const std::uint32_t level : c.levels) {
     const filters::SlicedParams params = filters::choose_sliced_params(c.rate, level);
     filters::FilterOptions o;
@@ -110,9 +115,10 @@ int run_ramp(const RampConfig& c) {
     const Run plain = median_run(events, c, make_plain, [](PlainTimeLimitedBloom& f, std::uint64_t key, std::int64_t ns) {
       return f.test_and_insert(key, ns);
     });
-    std::printf("%5u %3u %4u %9zu %7zu %10.1f %10.1f %10.1f %8.2f %8.3f\n", level, params.k, params.l, ours.max_segments,
-                ours.max_slices, ours.ns_per_op, aged.ns_per_op, plain.ns_per_op, plain.ns_per_op / ours.ns_per_op,
-                static_cast<double>(ours.present) / static_cast<double>(events.key.size()));
+    std::printf("%5u %3u %4u %9zu %7zu %10.1f %10.1f %10.1f %8.2f %8.3f %9.2f %10.2f\n", level, params.k, params.l,
+                ours.max_segments, ours.max_slices, ours.ns_per_op, aged.ns_per_op, plain.ns_per_op,
+                plain.ns_per_op / ours.ns_per_op, static_cast<double>(ours.present) / static_cast<double>(events.key.size()),
+                ours.mib, plain.mib);
   }
   return 0;
 }

@@ -23,7 +23,7 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 // The k-line floor runs where the filter no longer fits the L2 cache of this machine (512 KiB per core).
-constexpr double kFloorFromMib = 2;
+constexpr double kFloorFromMib = 0;
 
 struct Side {
   Timing timing;
