@@ -38,10 +38,13 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       table_words_(blocks() * width_),
       cells_(static_cast<std::size_t>(k) * table_words_ + 1),
       phase_of_index_(k, 0),
-      index_of_phase_(k, 0) {}
+      index_of_phase_(k, 0),
+      table_start_(k) {
+  for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
+}
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {
-  for (std::uint32_t j = 0; j < k_; ++j) cell_starts[j] = phase_of_index_[j] * table_words_ * 64 + row_of(probes, j) * width_;
+  for (std::uint32_t j = 0; j < k_; ++j) cell_starts[j] = table_start_[phase_of_index_[j]] + row_of(probes, j) * width_;
 }
 
 void ColumnSegment::prefetch(const std::uint64_t* cell_starts) const noexcept {
@@ -64,45 +67,50 @@ void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const
   for (std::uint32_t b = k_; b-- > 0;) suffix[b] = suffix[b + 1] & x[b];
   std::uint64_t prefix = cell_mask_;
   for (std::uint32_t b = 0; b < k_; ++b) {
-    const std::uint64_t next_slot = (prefix >> 1) | ((prefix & 1U) << (width_ - 1));
-    runs[b] = suffix[b] & next_slot;
+    runs[b] = suffix[b] & down_a_slot(prefix);
     prefix &= x[b];
   }
 }
 
-// run_words() without the words: whether any run holds the key, OR_b (S_b & P_b moved down a slot), in one
-// pass that keeps only the running prefix. A phase whose cell is zero clears every S_b or P_b after it, so
-// no branch is needed for it.
-bool ColumnSegment::runs_exist(const std::uint64_t* x) const noexcept {
-  std::array<std::uint64_t, kMaxProbes + 1> suffix;
-  suffix[k_] = cell_mask_;
-  for (std::uint32_t b = k_; b-- > 0;) suffix[b] = suffix[b + 1] & x[b];
-  std::uint64_t any = suffix[0];  // runs within one slot
-  std::uint64_t prefix = cell_mask_;
-  for (std::uint32_t b = 1; b < k_; ++b) {
-    prefix &= x[b - 1];
-    any |= suffix[b] & ((prefix >> 1) | ((prefix & 1U) << (width_ - 1)));
+// run_words() without the words: whether any run holds the key, OR_b (S_b & P_b moved down a slot).
+// next_prefix[b] is P_b moved down a slot, taken while the cells were loaded, so this pass only ANDs the
+// suffix; a phase whose cell is zero clears every S_b after it, so no branch is needed for it.
+bool ColumnSegment::runs_exist(const std::uint64_t* x, const std::uint64_t* next_prefix) const noexcept {
+  std::uint64_t suffix = cell_mask_;
+  std::uint64_t any = 0;
+  for (std::uint32_t b = k_; b-- > 0;) {
+    suffix &= x[b];
+    any |= suffix & next_prefix[b];
   }
   return any != 0;
 }
 
 bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
   std::array<std::uint64_t, kMaxProbes> x;
-  load_cells(cell_starts, valid, x.data());
-  return runs_exist(x.data());
+  std::array<std::uint64_t, kMaxProbes> next_prefix;
+  std::uint64_t prefix = cell_mask_;
+  for (std::uint32_t b = 0; b < k_; ++b) {
+    x[b] = cell_at(cell_starts[index_of_phase_[b]]) & valid[b];
+    next_prefix[b] = down_a_slot(prefix);
+    prefix &= x[b];
+  }
+  return runs_exist(x.data(), next_prefix.data());
 }
 
 bool ColumnSegment::locate_any_run(const Probes& probes, const std::uint64_t* valid,
                                    std::uint64_t* cell_starts) const noexcept {
   std::array<std::uint64_t, kMaxProbes> x;
-  const std::uint64_t table_bits = table_words_ * 64;
+  std::array<std::uint64_t, kMaxProbes> next_prefix;
+  std::uint64_t prefix = cell_mask_;
   for (std::uint32_t b = 0; b < k_; ++b) {
     const std::uint32_t j = index_of_phase_[b];
-    const std::uint64_t start = b * table_bits + row_of(probes, j) * width_;
+    const std::uint64_t start = table_start_[b] + row_of(probes, j) * width_;
     cell_starts[j] = start;
     x[b] = cell_at(start) & valid[b];
+    next_prefix[b] = down_a_slot(prefix);
+    prefix &= x[b];
   }
-  return runs_exist(x.data());
+  return runs_exist(x.data(), next_prefix.data());
 }
 
 std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {

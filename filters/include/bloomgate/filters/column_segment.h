@@ -140,8 +140,12 @@ class ColumnSegment {
   void load_cells(const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t* x) const noexcept;
   // The run words: bit s of runs[b] = the run of k columns from column s * k + b holds the key.
   void run_words(const std::uint64_t* x, std::uint64_t* runs) const noexcept;
-  // Whether any run word of x is not zero.
-  bool runs_exist(const std::uint64_t* x) const noexcept;
+  // Whether any run word of x is not zero, given each phase's prefix moved down a slot.
+  bool runs_exist(const std::uint64_t* x, const std::uint64_t* next_prefix) const noexcept;
+  // Bit s + 1 of `cells` (w bits) to bit s, bit 0 to bit w - 1: the next slot's bit, the ring wrapping.
+  std::uint64_t down_a_slot(std::uint64_t cells) const noexcept {
+    return (cells >> 1) | ((cells & 1U) << (width_ - 1));
+  }
   // out[c] = word `block` of column c (rows 64 block .. 64 block + 63), for every column.
   void read_block(std::uint64_t block, std::uint64_t* out) const noexcept;
   // ORs in[c] into word `block` of column c, for the columns whose phase bit is set in `phases`.
@@ -160,6 +164,7 @@ class ColumnSegment {
   ZeroedWords cells_;
   std::vector<std::uint32_t> phase_of_index_;  // by hash index, once the first column is pushed
   std::vector<std::uint32_t> index_of_phase_;
+  std::vector<std::uint64_t> table_start_;  // by phase: the first bit of its table
 };
 
 // A slice of the time-limited filter: its metadata is a BitSlice's (words left empty), its bits are a
