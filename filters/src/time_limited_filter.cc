@@ -161,14 +161,18 @@ const std::vector<ColumnSlice*>& TimeLimitedFilter::slices_by_position() const {
 
 // Rebuilt when the layout moved, after the counts of the region it replaces are settled.
 const TimeLimitedFilter::RegionColumn* TimeLimitedFilter::region_columns() const {
-  if (region_version_ != layout_version_) {
-    settle_region();
-    const std::vector<ColumnSlice*>& newest = slices_by_position();
-    for (std::uint32_t p = 0; p < params_.k; ++p) {
-      region_[p] = {newest[p], newest[p]->cells, newest[p]->slot, newest[p]->hash_index};
-    }
-    region_version_ = layout_version_;
+  if (region_version_ == layout_version_) [[likely]] return region_.data();
+  return rebuilt_region();
+}
+
+const TimeLimitedFilter::RegionColumn* TimeLimitedFilter::rebuilt_region() const {
+  settle_region();
+  const std::vector<ColumnSlice*>& newest = slices_by_position();
+  for (std::uint32_t p = 0; p < params_.k; ++p) {
+    region_[p] = {newest[p], newest[p]->cells, newest[p]->slot, newest[p]->hash_index};
+    region_slot_by_index_[newest[p]->hash_index] = newest[p]->slot;
   }
+  region_version_ = layout_version_;
   return region_.data();
 }
 
@@ -179,16 +183,22 @@ void TimeLimitedFilter::settle_region() const {
   for (std::uint32_t p = 0; p < params_.k; ++p) {
     ColumnSlice& slice = *region_[p].slice;
     slice.insertions += region_inserted_;
-    slice.set_bits += region_new_bits_[p];
+    slice.set_bits += region_new_bits_[slice.hash_index];
     slice.dirty = true;
-    region_new_bits_[p] = 0;
+    region_new_bits_[slice.hash_index] = 0;
   }
   region_inserted_ = 0;
 }
 
 // Recomputed when the layout changed or `now` left the span over which no slice changes state.
 const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now_ns) const {
-  if (valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_) return valid_;
+  if (valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_) [[likely]] {
+    return valid_;
+  }
+  return recomputed_valid_bits(now_ns);
+}
+
+const std::vector<std::uint64_t>& TimeLimitedFilter::recomputed_valid_bits(std::int64_t now_ns) const {
   const std::size_t n = slices_.size();
   valid_.assign((n + 63) / 64 + 1, 0);
   valid_after_ns_ = std::numeric_limits<std::int64_t>::min();
@@ -335,13 +345,13 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
   // After a slide, reset or early generation end above the cells are found again.
   const RegionColumn* region = region_columns();
   if (located != nullptr && segments_.size() == 1 && located_in(*segments_.front(), *located)) {
-    for (std::uint32_t p = 0; p < params_.k; ++p) {
-      const RegionColumn& column = region[p];
-      region_new_bits_[p] += detail::set_cell_bit(column.cells, located->start[column.hash_index] + column.slot);
+    std::uint64_t* cells = region[0].cells;  // one segment: every slice's
+    for (std::uint32_t j = 0; j < params_.k; ++j) {
+      region_new_bits_[j] += detail::set_cell_bit(cells, located->start[j] + region_slot_by_index_[j]);
     }
   } else {
     for (std::uint32_t p = 0; p < params_.k; ++p) {
-      region_new_bits_[p] += detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes));
+      region_new_bits_[region[p].hash_index] += detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes));
     }
   }
   ++region_inserted_;

@@ -119,6 +119,7 @@ class TimeLimitedFilter final : public Filter {
   std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
                              bool oldest = true) const;
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
+  const std::vector<std::uint64_t>& recomputed_valid_bits(std::int64_t now_ns) const;
   const std::vector<detail::ColumnSlice*>& slices_by_position() const;
   void push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index, bool exact_size);
   // Rows of a segment opened for slices of `bits` bits, the newest segment having `newest_rows`.
@@ -189,7 +190,8 @@ class TimeLimitedFilter final : public Filter {
   mutable std::uint64_t by_position_version_ = ~std::uint64_t{0};
 
   // The insertion region (the k newest slices) as the insertion reads it: each slice's cells and bit in a
-  // cell, rebuilt when the layout moves. An insertion counts into region_inserted_ and region_new_bits_
+  // cell, by position and (the slices of a region have distinct hash indexes) by hash index, rebuilt when
+  // the layout moves. An insertion counts into region_inserted_ and region_new_bits_ (by hash index)
   // instead of into k slices; settle_region() adds the counts to the slices (insertions, set_bits, dirty)
   // before anything reads those or the region moves.
   struct RegionColumn {
@@ -199,10 +201,12 @@ class TimeLimitedFilter final : public Filter {
     std::uint32_t hash_index = 0;
   };
   const RegionColumn* region_columns() const;
+  const RegionColumn* rebuilt_region() const;
   void settle_region() const;
   mutable std::array<RegionColumn, detail::kMaxProbes> region_{};
   mutable std::uint64_t region_version_ = ~std::uint64_t{0};
   mutable std::uint64_t region_inserted_ = 0;
+  mutable std::array<std::uint32_t, detail::kMaxProbes> region_slot_by_index_{};
   mutable std::array<std::uint64_t, detail::kMaxProbes> region_new_bits_{};
 };
 
