@@ -22,8 +22,6 @@ namespace bloomgate::bench {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-// The k-line floor runs where the filter no longer fits the L2 cache of this machine (512 KiB per core).
-constexpr double kFloorFromMib = 0;
 
 struct Side {
   Timing timing;
@@ -61,12 +59,11 @@ std::uint64_t block_events(const SweepConfig& c, const KeyStream& stream) {
   return std::clamp<std::uint64_t>(half_ttl, 1000, cap);
 }
 
-// Warm-up, bits per element, timing, then the FPR over one more stretch of steady input. `Impl` has
-// test_and_insert(key, ns), contains(key, ns), bits() and slices().
+// Warm-up, then bits per element and memory. `Impl` has test_and_insert(key, ns), contains(key, ns), bits()
+// and slices().
 template <typename Impl>
-Side measure(Impl& impl, const Point& point, const SweepConfig& config) {
+Side warm_up(Impl& impl, KeyStream& stream, const Point& point, const SweepConfig& config) {
   Side side;
-  KeyStream stream(point.window, config.seed);
   // Large windows skip the warm-up's repeats: every repeat is within the TTL and changes nothing.
   const bool skip_repeats = point.window >= 1'000'000;
   const auto warmup = static_cast<std::uint64_t>(warmup_ttls(config, point.window) * static_cast<double>(stream.events_per_ttl()));
@@ -77,8 +74,12 @@ Side measure(Impl& impl, const Point& point, const SweepConfig& config) {
   side.bits_per_element = static_cast<double>(impl.bits()) / static_cast<double>(stream.distinct_in_window());
   side.mib = static_cast<double>(impl.bits()) / 8 / kMiB;
   side.slices = impl.slices();
-  side.timing = time_blocks(stream, block_events(config, stream), config.repetitions,
-                            [&impl](std::uint64_t key, std::int64_t ns) { return impl.test_and_insert(key, ns); });
+  return side;
+}
+
+// The FPR over one more stretch of steady input.
+template <typename Impl>
+double measure_fpr(Impl& impl, KeyStream& stream, const Point& point, const SweepConfig& config) {
   const std::uint64_t events = std::min<std::uint64_t>(stream.events_per_ttl(), config.quick ? 50'000 : 2'000'000);
   const auto probes = static_cast<std::uint64_t>(std::ceil((config.quick ? 10.0 : 100.0) / point.rate));
   std::uint64_t probed = 0;
@@ -90,11 +91,29 @@ Side measure(Impl& impl, const Point& point, const SweepConfig& config) {
       positives += impl.contains(stream.probe_key(probed), e.now_ns) ? 1U : 0U;
     }
   }
-  side.fpr = static_cast<double>(positives) / static_cast<double>(probed);
-  return side;
+  return static_cast<double>(positives) / static_cast<double>(probed);
 }
 
-// The product's filter, as the service builds it (make_filter), behind the interface measure() uses.
+// One side's timed blocks, taken in turn with the other sides' (alternate_blocks).
+struct Blocks {
+  std::vector<double> ns_per_op;
+  std::uint64_t present = 0;
+  std::uint64_t operations = 0;
+};
+
+// One untimed block, so the side's memory is back in the caches the other sides used, then one timed one.
+template <typename Op>
+void time_one_block(KeyStream& stream, std::uint64_t events, Blocks& out, Op&& op) {
+  time_blocks(stream, events, 1, op);
+  const Timing t = time_blocks(stream, events, 1, op);
+  out.ns_per_op.push_back(t.median_ns);
+  out.present += static_cast<std::uint64_t>(t.present_fraction * static_cast<double>(t.operations) + 0.5);
+  out.operations += t.operations;
+}
+
+Timing summarized(const Blocks& b) { return summarize(b.ns_per_op, b.present, b.operations); }
+
+// The product's filter, as the service builds it (make_filter), behind the interface warm_up() and measure_fpr() use.
 class Ours {
  public:
   Ours(const Point& p, std::int64_t ttl_ns) {
@@ -124,17 +143,14 @@ class Ours {
   std::int64_t last_ns_ = kStartNs;
 };
 
-Timing measure_floor(const Point& p, double mib, const SweepConfig& config) {
-  KLineBloom floor(static_cast<std::uint64_t>(mib * kMiB), p.params.k);
-  KeyStream stream(p.window, config.seed);
+// The k-line floor at `mib` of memory, warmed on the last TTL of its warm-up's new keys.
+void warm_floor(KLineBloom& floor, KeyStream& stream, const Point& p, const SweepConfig& config) {
   const auto warmup = static_cast<std::uint64_t>(warmup_ttls(config, p.window) * static_cast<double>(stream.events_per_ttl()));
   const std::uint64_t skip = warmup > stream.events_per_ttl() ? warmup - stream.events_per_ttl() : 0;
   for (std::uint64_t i = 0; i < warmup; ++i) {
     const Event e = stream.next();
     if (i >= skip && e.is_new) floor.test_and_insert(e.key);
   }
-  return time_blocks(stream, block_events(config, stream), config.repetitions,
-                     [&floor](std::uint64_t key, std::int64_t) { return floor.test_and_insert(key); });
 }
 
 Point run_point(double rate, std::uint32_t level, std::uint64_t window, const SweepConfig& config) {
@@ -148,16 +164,39 @@ Point run_point(double rate, std::uint32_t level, std::uint64_t window, const Sw
   p.is_default_level = filters::sliced_level(defaults) == level;
   p.model_bits_per_element = model_bits_per_element(p.params);
   const std::int64_t ttl_ns = KeyStream(window, config.seed).ttl_ns();
-  {
-    Ours ours(p, ttl_ns);
-    p.ours = measure(ours, p, config);
-    p.ours.mib = static_cast<double>(ours.memory_bits()) / 8 / kMiB;  // padding included: real memory
+  // The three sides run on copies of one stream, and their timed blocks alternate, so a minute of load on
+  // the shared machine slows each of them alike instead of one point's one side.
+  Ours ours(p, ttl_ns);
+  PlainTimeLimitedBloom plain(p.params, window, ttl_ns);
+  KeyStream ours_stream(window, config.seed);
+  KeyStream plain_stream(window, config.seed);
+  p.ours = warm_up(ours, ours_stream, p, config);
+  p.plain = warm_up(plain, plain_stream, p, config);
+  // The floor gets ours' memory after the warm-up; a steady filter may still grow its segment once.
+  KLineBloom floor(ours.memory_bits() / 8, p.params.k);
+  KeyStream floor_stream(window, config.seed);
+  warm_floor(floor, floor_stream, p, config);
+  const std::uint64_t events = block_events(config, ours_stream);
+  Blocks ours_blocks;
+  Blocks plain_blocks;
+  Blocks floor_blocks;
+  for (int r = 0; r < config.repetitions; ++r) {
+    time_one_block(ours_stream, events, ours_blocks, [&ours](std::uint64_t key, std::int64_t ns) {
+      return ours.test_and_insert(key, ns);
+    });
+    time_one_block(plain_stream, events, plain_blocks, [&plain](std::uint64_t key, std::int64_t ns) {
+      return plain.test_and_insert(key, ns);
+    });
+    time_one_block(floor_stream, events, floor_blocks, [&floor](std::uint64_t key, std::int64_t) {
+      return floor.test_and_insert(key);
+    });
   }
-  {
-    PlainTimeLimitedBloom plain(p.params, window, ttl_ns);
-    p.plain = measure(plain, p, config);
-  }
-  if (p.ours.mib >= kFloorFromMib) p.floor = measure_floor(p, p.ours.mib, config);
+  p.ours.timing = summarized(ours_blocks);
+  p.plain.timing = summarized(plain_blocks);
+  p.floor = summarized(floor_blocks);
+  p.ours.fpr = measure_fpr(ours, ours_stream, p, config);
+  p.ours.mib = static_cast<double>(ours.memory_bits()) / 8 / kMiB;  // at the end, padding included: real memory
+  p.plain.fpr = measure_fpr(plain, plain_stream, p, config);
   return p;
 }
 
@@ -258,10 +297,10 @@ std::string to_json(const std::vector<Point>& points) {
 
 int run_sweep(const SweepConfig& config) {
   std::printf("filter_bench time-limited sweep%s: ours (make_filter) against plain_tlbf.h at the same (k, l), same key "
-              "stream (seed %" PRIu64 ", 30%% repeats), median of %d blocks; * = the default level\n",
+              "stream (seed %" PRIu64 ", 30%% repeats), median of %d blocks, the sides' blocks in turn; * = the default level\n",
               config.quick ? " --quick" : "", config.seed, config.repetitions);
-  std::printf("speedup = plain ns / ours ns; model = k(k+l)/(l ln 2) bits per element; floor = k_line_floor at ours' "
-              "memory (from %.0f MiB)\n\n", kFloorFromMib);
+  std::printf("speedup = plain ns / ours ns; model = k(k+l)/(l ln 2) bits per element; floor = k_line_bloom.h at "
+              "ours' memory\n\n");
   print_header();
   const auto start = std::chrono::steady_clock::now();
   std::vector<Point> points;
