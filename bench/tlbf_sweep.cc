@@ -297,7 +297,8 @@ std::string to_json(const std::vector<Point>& points) {
 
 int run_sweep(const SweepConfig& config) {
   std::printf("filter_bench time-limited sweep%s: ours (make_filter) against plain_tlbf.h at the same (k, l), same key "
-              "stream (seed %" PRIu64 ", 30%% repeats), median of %d blocks, the sides' blocks in turn; * = the default level\n",
+              "stream (seed %" PRIu64 ", 30%% repeats), median of %d blocks, the sides' blocks in turn; "
+              "* = the default level\n",
               config.quick ? " --quick" : "", config.seed, config.repetitions);
   std::printf("speedup = plain ns / ours ns; model = k(k+l)/(l ln 2) bits per element; floor = k_line_bloom.h at "
               "ours' memory\n\n");

@@ -432,7 +432,8 @@ void TimeLimitedFilter::drop_oldest() {
 
 // The asked sizes' observed spread once there is one, else (a new or restored filter) the Poisson noise of
 // the rate estimate (docs/filters.md, "Segments").
-std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits, std::uint64_t newest_rows, double ramp_headroom) const {
+std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits, std::uint64_t newest_rows,
+                                              double ramp_headroom) const {
   double deviation = ask_spread_.deviation();
   if (deviation < 0) deviation = tlbf::poisson_deviation(bits, params_.k, kRateWindow);
   return tlbf::segment_rows(bits, newest_rows, deviation, max_slice_bits_, ramp_headroom);

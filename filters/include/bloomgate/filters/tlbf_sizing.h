@@ -65,14 +65,14 @@ class AskSpread {
 // A rate ramp (docs/filters.md, "Segments"): the asked sizes rise past one segment after another. A segment
 // holds k - 1 slices before it grows, so a segment that a ramp opens gets the headroom of the growth
 // expected over k - 1 slides, and takes every ask from the one it was opened for up to its rows while the
-// asks do not fall: without it every segment of a ramp held one or two slices in k columns. Not persisted:
-// a restored filter starts afresh.
+// asks do not fall: a ramp then fills a few segments instead of opening one every slide or two, each with k
+// columns of which one or two hold slices. Not persisted: a restored filter starts afresh.
 class RampTracker {
  public:
   // A segment opens for an ask of `bits`; `grew`: the ask lies above the newest segment's band. Returns the
   // headroom the segment gets for the ramp, 0 when the asks are not ramping: the second opening in a row
   // because the asks grew extrapolates their growth per slide since the first one over k - 1 slides, at
-  // most doubling the size.
+  // most 1/2.
   double open(std::uint64_t bits, bool grew, std::uint32_t k) noexcept;
   // Whether the newest segment, of `rows` rows, takes an ask of `bits` as a ramp segment.
   bool takes(std::uint64_t bits, std::uint64_t rows) const noexcept;
