@@ -28,6 +28,21 @@ TEST(Fpr, TableParamsForDecadeRates) {
   EXPECT_EQ(choose_sliced_params(1e-1, 5), (SlicedParams{8, 56})) << "1e-1 has no level 5: level 4 stands in";
 }
 
+// Level 0 of 1e-2, 1e-3 and 1e-5 is published with a worst case 12%, 21% and 6% over the rate, and the
+// measured FPR follows it: those take the rule's pair (one slice fewer in the window). Every pair returned
+// for the table's rates stays within 5% of the rate.
+TEST(Fpr, PublishedPairsOverTheRateTakeTheRule) {
+  EXPECT_EQ(choose_sliced_params(1e-2, 0), (SlicedParams{7, 4}));
+  EXPECT_EQ(choose_sliced_params(1e-3, 0), (SlicedParams{10, 6}));
+  EXPECT_EQ(choose_sliced_params(1e-5, 0), (SlicedParams{17, 12}));
+  EXPECT_EQ(choose_sliced_params(1e-1, 0), (SlicedParams{4, 3})) << "0.6% over: kept";
+  for (const double rate : {1e-1, 1e-2, 1e-3, 1e-4, 1e-5}) {
+    for (std::uint32_t level = 0; level <= kMaxLevel; ++level) {
+      EXPECT_LE(apbf_fpr(choose_sliced_params(rate, level)), 1.05 * rate) << rate << " level " << level;
+    }
+  }
+}
+
 TEST(Fpr, LevelSixExtendsTheTableByItsOwnRule) {
   EXPECT_EQ(choose_sliced_params(1e-2, 6), (SlicedParams{13, 171}));
   EXPECT_EQ(choose_sliced_params(1e-3, 6), (SlicedParams{16, 140}));

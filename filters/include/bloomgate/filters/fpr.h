@@ -22,9 +22,9 @@ inline constexpr std::uint32_t kMaxTableLevel = 5;
 inline constexpr std::uint32_t kMaxLevel = 6;
 
 // The (k, l) pair for an error rate and a level (0..6). For the error rates of the (k, l) table, 1e-1 .. 1e-5
-// (docs/filters.md, "False-positive model"), and levels 0..5 the table's pairs are returned as they are.
-// Otherwise: k = ceil(log2(1/eps)) + level, and l the largest value whose worst-case FPR (apbf_fpr) stays at or
-// below eps.
+// (docs/filters.md, "False-positive model"), and levels 0..5 the table's pairs are returned as they are,
+// unless their worst-case FPR (apbf_fpr) is more than 5% over eps (level 0 at 1e-2, 1e-3 and 1e-5).
+// Otherwise: k = ceil(log2(1/eps)) + level, and l the largest value whose worst-case FPR stays at or below eps.
 SlicedParams choose_sliced_params(double error_rate, std::uint32_t level);
 
 // The level whose (k, l) takes the fewest bits per key in the window: k (k + l + 1) / (l ln 2), i.e.
