@@ -20,7 +20,7 @@ constexpr std::array<std::array<SlicedParams, 6>, 5> kTable = {{
 
 constexpr std::uint32_t kMaxComputedL = 1000;
 // A published pair is kept while its worst case is at most this much over the rate: the table's own
-// rounding leaves some pairs 0.3 to 1.6% over, and level 0 of 1e-2, 1e-3 and 1e-5 6 to 21% over, which
+// rounding leaves some pairs 0.2 to 2.4% over, and level 0 of 1e-2, 1e-3 and 1e-5 6 to 21% over, which
 // the measured FPR follows (docs/decisions/level-zero-pairs.md).
 constexpr double kPublishedPairTolerance = 1.05;
 
