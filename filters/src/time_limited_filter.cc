@@ -130,10 +130,10 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
   LocatedRows here;
   if (located == nullptr) located = &here;
   if (segments_.size() > 1) {
-    const std::vector<ColumnSlice*>& by_position = slices_by_position();
+    const std::vector<detail::SliceBits>& walk = slices_for_walk();
     return detail::oldest_matching_run(n, params_.k, [&](std::size_t p) {
       const std::size_t bit = n - 1 - p;
-      return ((valid[bit / 64] >> (bit % 64)) & 1U) != 0 && by_position[p]->test(probes);
+      return ((valid[bit / 64] >> (bit % 64)) & 1U) != 0 && walk[p].holds(probes);
     });
   }
   const ColumnSegment& segment = *segments_.front();
@@ -157,6 +157,17 @@ const std::vector<ColumnSlice*>& TimeLimitedFilter::slices_by_position() const {
     by_position_version_ = layout_version_;
   }
   return by_position_;
+}
+
+const std::vector<detail::SliceBits>& TimeLimitedFilter::slices_for_walk() const {
+  if (walk_version_ != layout_version_) {
+    walk_.clear();
+    for (const ColumnSlice& slice : slices_) {
+      walk_.push_back({slice.cells, slice.base, slice.bits, slice.width, slice.hash_index});
+    }
+    walk_version_ = layout_version_;
+  }
+  return walk_;
 }
 
 // Rebuilt when the layout moved, after the counts of the region it replaces are settled.

@@ -200,6 +200,21 @@ struct ColumnSlice : BitSlice {
   }
 };
 
+// Where a slice's bits lie, copied out of its ColumnSlice so the walk over several segments reads a dense
+// array instead of the slices' records.
+struct SliceBits {
+  const std::uint64_t* cells = nullptr;
+  std::uint64_t base = 0;  // ColumnSegment::column_base of the slice's column
+  std::uint64_t rows = 0;
+  std::uint64_t width = 1;  // the segment's cell width
+  std::uint32_t hash_index = 0;
+
+  bool holds(const Probes& probes) const noexcept {
+    const std::uint64_t bit = base + fast_range(probes.value[hash_index], rows) * width;
+    return ((cells[bit >> 6] >> (bit & 63)) & 1U) != 0;
+  }
+};
+
 // Sets bit `bit` of `cells` and returns 1 when it was clear, without a branch: at half fill a branch would
 // mispredict every other bit.
 inline std::uint64_t set_cell_bit(std::uint64_t* cells, std::uint64_t bit) noexcept {

@@ -188,6 +188,10 @@ class TimeLimitedFilter final : public Filter {
   // the deque.
   mutable std::vector<detail::ColumnSlice*> by_position_;
   mutable std::uint64_t by_position_version_ = ~std::uint64_t{0};
+  // Where each slice's bits lie, by position, at walk_version_: what the walk over several segments reads.
+  const std::vector<detail::SliceBits>& slices_for_walk() const;
+  mutable std::vector<detail::SliceBits> walk_;
+  mutable std::uint64_t walk_version_ = ~std::uint64_t{0};
 
   // The insertion region (the k newest slices) as the insertion reads it: each slice's cells and bit in a
   // cell, by position and (the slices of a region have distinct hash indexes) by hash index, rebuilt when
