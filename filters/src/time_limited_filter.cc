@@ -162,9 +162,7 @@ const std::vector<ColumnSlice*>& TimeLimitedFilter::slices_by_position() const {
 const std::vector<detail::SliceBits>& TimeLimitedFilter::slices_for_walk() const {
   if (walk_version_ != layout_version_) {
     walk_.clear();
-    for (const ColumnSlice& slice : slices_) {
-      walk_.push_back({slice.cells, slice.base, slice.bits, slice.width, slice.hash_index});
-    }
+    for (const ColumnSlice& slice : slices_) walk_.push_back(slice.place_of_bits());
     walk_version_ = layout_version_;
   }
   return walk_;

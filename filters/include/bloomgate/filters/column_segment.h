@@ -167,6 +167,25 @@ class ColumnSegment {
   std::vector<std::uint64_t> table_start_;  // by phase: the first bit of its table
 };
 
+// Where a slice's bits lie: its ColumnSlice's fields that a test reads, also copied into a dense array for
+// the walk over several segments.
+struct SliceBits {
+  const std::uint64_t* cells = nullptr;
+  std::uint64_t base = 0;  // ColumnSegment::column_base of the slice's column
+  std::uint64_t rows = 0;
+  std::uint64_t width = 1;  // the segment's cell width
+  std::uint32_t hash_index = 0;
+
+  // The key's bit in the segment's cells.
+  std::uint64_t bit_of(const Probes& probes) const noexcept {
+    return base + fast_range(probes.value[hash_index], rows) * width;
+  }
+  bool holds(const Probes& probes) const noexcept {
+    const std::uint64_t bit = bit_of(probes);
+    return ((cells[bit >> 6] >> (bit & 63)) & 1U) != 0;
+  }
+};
+
 // A slice of the time-limited filter: its metadata is a BitSlice's (words left empty), its bits are a
 // column of a segment.
 struct ColumnSlice : BitSlice {
@@ -187,31 +206,12 @@ struct ColumnSlice : BitSlice {
     column = at;
     slot = in->slot_of(at);
   }
-  std::uint64_t cell_of(const Probes& probes) const noexcept {
-    return base + fast_range(probes.value[hash_index], bits) * width;
-  }
-  bool test(const Probes& probes) const noexcept {
-    const std::uint64_t b = cell_of(probes);
-    return ((cells[b >> 6] >> (b & 63)) & 1U) != 0;
-  }
+  SliceBits place_of_bits() const noexcept { return {cells, base, bits, width, hash_index}; }
+  std::uint64_t cell_of(const Probes& probes) const noexcept { return place_of_bits().bit_of(probes); }
+  bool test(const Probes& probes) const noexcept { return place_of_bits().holds(probes); }
   void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[cell_of(probes) >> 6]); }
   double measured_fill() const noexcept {
     return bits == 0 ? 0.0 : static_cast<double>(set_bits) / static_cast<double>(bits);
-  }
-};
-
-// Where a slice's bits lie, copied out of its ColumnSlice so the walk over several segments reads a dense
-// array instead of the slices' records.
-struct SliceBits {
-  const std::uint64_t* cells = nullptr;
-  std::uint64_t base = 0;  // ColumnSegment::column_base of the slice's column
-  std::uint64_t rows = 0;
-  std::uint64_t width = 1;  // the segment's cell width
-  std::uint32_t hash_index = 0;
-
-  bool holds(const Probes& probes) const noexcept {
-    const std::uint64_t bit = base + fast_range(probes.value[hash_index], rows) * width;
-    return ((cells[bit >> 6] >> (bit & 63)) & 1U) != 0;
   }
 };
 
