@@ -72,41 +72,28 @@ void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const
   }
 }
 
-// run_words() without the words: whether any run holds the key, OR_b (S_b & P_b moved down a slot).
-// next_prefix[b] is P_b moved down a slot, taken while the cells were loaded, so this pass only ANDs the
-// suffix; a phase whose cell is zero clears every S_b after it, so no branch is needed for it.
-bool ColumnSegment::runs_exist(const std::uint64_t* x, const std::uint64_t* next_prefix) const noexcept {
-  std::uint64_t suffix = cell_mask_;
-  std::uint64_t any = 0;
-  for (std::uint32_t b = k_; b-- > 0;) {
-    suffix &= x[b];
-    any |= suffix & next_prefix[b];
-  }
-  return any != 0;
-}
-
 bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
   std::array<std::uint64_t, kMaxProbes> x;
-  std::array<std::uint64_t, kMaxProbes> next_prefix;
-  std::uint64_t prefix = cell_mask_;
+  std::array<std::uint64_t, kMaxProbes> prefix;
+  std::uint64_t running = cell_mask_;
   for (std::uint32_t b = 0; b < k_; ++b) {
     x[b] = cell_at(cell_starts[index_of_phase_[b]]) & valid[b];
-    next_prefix[b] = down_a_slot(prefix);
-    prefix &= x[b];
+    prefix[b] = running;
+    running &= x[b];
   }
-  return runs_exist(x.data(), next_prefix.data());
+  return runs_exist(x.data(), prefix.data());
 }
 
 // The members it reads are copied to locals first: the loop keeps them in registers instead of reloading
-// them around its stores. Cells of up to 57 bits (every steady filter's) are one unaligned load each.
+// them around its stores. Narrow cells (every steady filter's) are one unaligned load each.
 bool ColumnSegment::locate_any_run(const Probes& probes, const std::uint64_t* valid,
                                    std::uint64_t* cell_starts) const noexcept {
-  if (width_ > 57) {
+  if (width_ > kMaxNarrowCellBits) {
     locate(probes, cell_starts);
     return any_run(cell_starts, valid);
   }
   std::array<std::uint64_t, kMaxProbes> x;
-  std::array<std::uint64_t, kMaxProbes> next_prefix;
+  std::array<std::uint64_t, kMaxProbes> prefix;
   const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
   const std::uint64_t rows = rows_;
   const std::uint64_t width = width_;
@@ -114,24 +101,16 @@ bool ColumnSegment::locate_any_run(const Probes& probes, const std::uint64_t* va
   const std::uint32_t k = k_;
   const std::uint32_t* index_of_phase = index_of_phase_.data();
   const std::uint64_t* table_start = table_start_.data();
-  std::uint64_t prefix = mask;
+  std::uint64_t running = mask;
   for (std::uint32_t b = 0; b < k; ++b) {
     const std::uint32_t j = index_of_phase[b];
     const std::uint64_t start = table_start[b] + fast_range(probes.value[j], rows) * width;
     cell_starts[j] = start;
-    std::uint64_t word;
-    std::memcpy(&word, bytes + (start >> 3), sizeof word);
-    x[b] = (word >> (start & 7)) & mask & valid[b];
-    next_prefix[b] = prefix;
-    prefix &= x[b];
+    x[b] = narrow_cell(bytes, start, mask) & valid[b];
+    prefix[b] = running;
+    running &= x[b];
   }
-  std::uint64_t suffix = mask;
-  std::uint64_t any = 0;
-  for (std::uint32_t b = k; b-- > 0;) {
-    suffix &= x[b];
-    any |= suffix & down_a_slot(next_prefix[b]);
-  }
-  return any != 0;
+  return runs_exist(x.data(), prefix.data());
 }
 
 std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {

@@ -178,7 +178,7 @@ const TimeLimitedFilter::RegionColumn* TimeLimitedFilter::rebuilt_region() const
   settle_region();
   const std::vector<ColumnSlice*>& newest = slices_by_position();
   for (std::uint32_t p = 0; p < params_.k; ++p) {
-    region_[p] = {newest[p], newest[p]->cells, newest[p]->slot, newest[p]->hash_index};
+    region_[p] = {newest[p], newest[p]->cells, newest[p]->hash_index};
     region_slot_by_index_[newest[p]->hash_index] = newest[p]->slot;
   }
   region_version_ = layout_version_;

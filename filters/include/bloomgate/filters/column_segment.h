@@ -126,22 +126,39 @@ class ColumnSegment {
  private:
   // The w-bit cell whose first bit is `bit`.
   std::uint64_t cell_at(std::uint64_t bit) const noexcept {
-    std::uint64_t x;
-    if (width_ <= 57) {
-      std::memcpy(&x, reinterpret_cast<const unsigned char*>(cells_.data()) + (bit >> 3), sizeof x);
-      return (x >> (bit & 7)) & cell_mask_;
+    if (width_ <= kMaxNarrowCellBits) {
+      return narrow_cell(reinterpret_cast<const unsigned char*>(cells_.data()), bit, cell_mask_);
     }
+    std::uint64_t x;
     const std::uint64_t* p = cells_.data() + (bit >> 6);
     const unsigned shift = bit & 63;
     x = (p[0] >> shift) | ((p[1] << 1) << (63 - shift));
     return x & cell_mask_;
   }
+  // A cell of at most kMaxNarrowCellBits bits (`mask` its width) from bit `bit` of `bytes`: one unaligned load.
+  static constexpr std::uint32_t kMaxNarrowCellBits = 57;
+  static std::uint64_t narrow_cell(const unsigned char* bytes, std::uint64_t bit, std::uint64_t mask) noexcept {
+    std::uint64_t x;
+    std::memcpy(&x, bytes + (bit >> 3), sizeof x);
+    return (x >> (bit & 7)) & mask;
+  }
   // The key's cells by phase, masked by `valid`.
   void load_cells(const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t* x) const noexcept;
   // The run words: bit s of runs[b] = the run of k columns from column s * k + b holds the key.
   void run_words(const std::uint64_t* x, std::uint64_t* runs) const noexcept;
-  // Whether any run word of x is not zero, given each phase's prefix moved down a slot.
-  bool runs_exist(const std::uint64_t* x, const std::uint64_t* next_prefix) const noexcept;
+  // run_words() without the words: whether any run holds the key, OR_b (S_b & P_b moved down a slot), given
+  // prefix[b] = P_b (the AND of phases 0 .. b-1, taken while the cells load), so this pass only ANDs the
+  // suffix. A phase whose cell is zero clears every S_b after it, so no branch is needed for it. Inline:
+  // the single-call path pays for a call here.
+  bool runs_exist(const std::uint64_t* x, const std::uint64_t* prefix) const noexcept {
+    std::uint64_t suffix = cell_mask_;
+    std::uint64_t any = 0;
+    for (std::uint32_t b = k_; b-- > 0;) {
+      suffix &= x[b];
+      any |= suffix & down_a_slot(prefix[b]);
+    }
+    return any != 0;
+  }
   // Bit s + 1 of `cells` (w bits) to bit s, bit 0 to bit w - 1: the next slot's bit, the ring wrapping.
   std::uint64_t down_a_slot(std::uint64_t cells) const noexcept {
     return (cells >> 1) | ((cells & 1U) << (width_ - 1));

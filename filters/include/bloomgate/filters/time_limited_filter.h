@@ -201,7 +201,6 @@ class TimeLimitedFilter final : public Filter {
   struct RegionColumn {
     detail::ColumnSlice* slice = nullptr;
     std::uint64_t* cells = nullptr;
-    std::uint32_t slot = 0;
     std::uint32_t hash_index = 0;
   };
   const RegionColumn* region_columns() const;
