@@ -94,7 +94,7 @@ double measure_fpr(Impl& impl, KeyStream& stream, const Point& point, const Swee
   return static_cast<double>(positives) / static_cast<double>(probed);
 }
 
-// One side's timed blocks, taken in turn with the other sides' (alternate_blocks).
+// One side's timed blocks, taken in turn with the other sides' (run_point).
 struct Blocks {
   std::vector<double> ns_per_op;
   std::uint64_t present = 0;

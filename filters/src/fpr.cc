@@ -19,9 +19,8 @@ constexpr std::array<std::array<SlicedParams, 6>, 5> kTable = {{
 }};
 
 constexpr std::uint32_t kMaxComputedL = 1000;
-// A published pair is kept while its worst case is at most this much over the rate: the table's own
-// rounding leaves some pairs 0.2 to 2.4% over, and level 0 of 1e-2, 1e-3 and 1e-5 6 to 21% over, which
-// the measured FPR follows (docs/decisions/level-zero-pairs.md).
+// A published pair is kept while its worst case (apbf_fpr) is at most this much over the rate; a pair
+// further over takes the rule's pair, as rates off the table do (level 0 of 1e-2, 1e-3 and 1e-5).
 constexpr double kPublishedPairTolerance = 1.05;
 
 // Index of the (k, l) table (docs/filters.md, "False-positive model")'s row when error_rate is one of its decades.

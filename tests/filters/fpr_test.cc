@@ -28,9 +28,9 @@ TEST(Fpr, TableParamsForDecadeRates) {
   EXPECT_EQ(choose_sliced_params(1e-1, 5), (SlicedParams{8, 56})) << "1e-1 has no level 5: level 4 stands in";
 }
 
-// Level 0 of 1e-2, 1e-3 and 1e-5 is published with a worst case 12%, 21% and 6% over the rate, and the
-// measured FPR follows it: those take the rule's pair (one slice fewer in the window). Every pair returned
-// for the table's rates stays within 5% of the rate.
+// The published pairs whose worst case is more than 5% over the rate (level 0 of 1e-2, 1e-3 and 1e-5) take
+// the rule's pair instead, one slice fewer in the window; the others are returned as published. Every
+// pair returned for the table's rates stays within 5% of the rate.
 TEST(Fpr, PublishedPairsOverTheRateTakeTheRule) {
   EXPECT_EQ(choose_sliced_params(1e-2, 0), (SlicedParams{7, 4}));
   EXPECT_EQ(choose_sliced_params(1e-3, 0), (SlicedParams{10, 6}));

@@ -148,8 +148,8 @@ class ColumnSegment {
   void run_words(const std::uint64_t* x, std::uint64_t* runs) const noexcept;
   // run_words() without the words: whether any run holds the key, OR_b (S_b & P_b moved down a slot), given
   // prefix[b] = P_b (the AND of phases 0 .. b-1, taken while the cells load), so this pass only ANDs the
-  // suffix. A phase whose cell is zero clears every S_b after it, so no branch is needed for it. Inline:
-  // the single-call path pays for a call here.
+  // suffix. A phase whose cell is zero clears every S_b after it, so no branch is needed for it. Defined
+  // here so that the loops loading the cells inline it.
   bool runs_exist(const std::uint64_t* x, const std::uint64_t* prefix) const noexcept {
     std::uint64_t suffix = cell_mask_;
     std::uint64_t any = 0;
