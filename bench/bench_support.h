@@ -1,7 +1,8 @@
 // File: bench/bench_support.h
 //
-// Helpers every benchmark shares: the median of repeated measurements, same-run ratios and their
-// PASS/MISS verdicts, and splitmix64's 64-bit mix (generated keys and partitions).
+// Helpers every benchmark shares: NaN for a figure not measured, bytes per MiB, the median of repeated
+// measurements, same-run ratios and their PASS/MISS verdicts, and splitmix64's 64-bit mix (generated keys
+// and partitions).
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,9 @@
 #include <vector>
 
 namespace bloomgate::bench {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kMiB = 1024.0 * 1024.0;
 
 // The median of the values that are numbers (NaN entries, a repetition without a figure, are left out);
 // NaN when none is.

@@ -36,7 +36,6 @@
 namespace bloomgate::bench {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::int64_t kStartNs = 1'700'000'000'000'000'000;
 constexpr std::int64_t kTtlNs = 60'000'000'000;  // one minute of simulated time
 constexpr double kWarmTtls = 3;
@@ -96,7 +95,7 @@ Sample sample(const Config& c, const filters::Filter& f, double t, std::uint64_t
   s.slices = stats.slices;
   s.measured_fpr = static_cast<double>(positives) / static_cast<double>(c.probes);
   s.estimated_fpr = stats.estimated_fpr;
-  s.mib = static_cast<double>(stats.bits) / 8 / (1024.0 * 1024.0);
+  s.mib = static_cast<double>(stats.bits) / 8 / kMiB;
   s.bits_per_key = static_cast<double>(stats.bits) / keys_in_window(c, t);
   return s;
 }

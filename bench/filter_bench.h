@@ -18,7 +18,6 @@ namespace bloomgate::bench {
 
 using filters::FilterType;
 
-inline constexpr double kMiB = 1024.0 * 1024.0;
 
 // ------------------------------------------------------------------------------------------------------
 // The filter table: one row per filter type, all built through make_filter(). A type make_filter() does

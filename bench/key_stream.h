@@ -16,7 +16,6 @@
 
 namespace bloomgate::bench {
 
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The key stream. Keys are 64-bit KeyHash values made directly (no string hashing), so hashing costs the
 // same (nothing) for every filter. New key number i is splitmix64's finalizer of (i + seed): a bijection,

@@ -28,6 +28,7 @@
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/message.h"
 #include "bloomgate/connectors/producer.h"
+#include "bench_support.h"
 #include "progress_plugin.h"
 
 namespace bloomgate::bench::service_bench {
@@ -36,7 +37,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace progress = bench::progress;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kInputTopic = "bench-input";
 constexpr const char* kKeyPointer = "/order_id";
 // As in service.cc: the consumer poll timeout, and a producer poll (delivery reports) every this many

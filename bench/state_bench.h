@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.h"
+
 namespace bloomgate::bench {
 
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-inline constexpr double kMiB = 1024.0 * 1024.0;
 
 struct Config {
   bool quick = false;

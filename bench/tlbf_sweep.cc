@@ -21,7 +21,6 @@
 namespace bloomgate::bench {
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
 
 struct Side {
   Timing timing;
