@@ -398,6 +398,7 @@ void TimeLimitedFilter::slide(std::int64_t now_ns) {
   const std::uint32_t index = (slices_.front().hash_index + params_.k - 1) % params_.k;
   ask_spread_.record(bits);
   push_front_slice(next_slice_id_++, bits, index, false);
+  ramp_.asked(bits);
   generation_size_ = generation_remaining_ = next_generation_size();
   generation_inserted_ = 0;
   generation_start_ns_ = now_ns;
@@ -468,7 +469,6 @@ void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, s
       open_segment(segment_rows(bits, newest_rows, ramp_headroom), 1);
     }
   }
-  if (!exact_size) ramp_.asked(bits);
   if (segments_.back()->full()) {
     if (segments_.back()->columns() < ColumnSegment::max_slices(params_.k)) {
       grow(*segments_.back());
