@@ -42,6 +42,8 @@ class ServiceLoop {
   connectors::ConsumerOptions consumer_options();
   void loop();
   void handle(connectors::ConsumedMessage& message);
+  void after_event();
+  void check_timers();
   void stop_at_unkeyable(const PartitionWorker& worker, const connectors::ConsumedMessage& message,
                          const Verdict& verdict);
   void shut_down();
@@ -58,9 +60,12 @@ class ServiceLoop {
   Assignment assignment_{context_, state_, *protocol_, reporter_};
   RetentionCheck retention_;
 
+  std::vector<connectors::ConsumedMessage> batch_;     // the records of one poll_batch(), reused
   std::vector<connectors::HeaderView> header_views_;  // event_of()'s storage, reused event after event
   std::uint64_t consumed_since_producer_poll_ = 0;
   std::uint64_t events_since_timing_ = 0;
+  std::uint32_t events_since_timer_check_ = 0;
+  Clock::time_point next_snapshot_;
 };
 
 }  // namespace bloomgate::app

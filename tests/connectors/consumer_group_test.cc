@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <set>
@@ -225,6 +226,58 @@ TEST(ConsumerGroup, AssignedFunctionChoosesTheStartOffset) {
                          }));
   EXPECT_EQ(offsets.front(), 40);
   EXPECT_EQ(offsets.back(), 49);
+}
+
+// poll_batch() hands out many records per call, in offset order, each once; a seek while a batch is in hand
+// (the rewind after an aborted transaction) marks that partition's remaining records stale, and the next
+// batches start at the new position.
+TEST(ConsumerGroup, BatchesComeInOrderAndASeekMakesTheRestOfABatchStale) {
+  EmbeddedBroker broker;
+  ASSERT_TRUE(broker.create_topic("batched", 1).ok());
+  constexpr int kRecords = 2000;
+  produce_numbered(broker, "batched", kRecords);
+  ConsumerOptions options;
+  options.group_id = "batched-group";
+  Consumer consumer(consumer_config(broker), std::move(options));
+  ASSERT_TRUE(consumer.subscribe({"batched"}).ok());
+
+  std::vector<ConsumedMessage> batch;
+  std::vector<std::int64_t> offsets;
+  std::size_t largest_batch = 0;
+  bool seeked = false;
+  std::size_t before_seek = 0;  // records taken before the seek
+  std::size_t stale = 0;
+  const auto deadline = Clock::now() + kWaitLimit;
+  const auto read_all_again = [&] { return seeked && !offsets.empty() && offsets.back() == kRecords - 1; };
+  while (!read_all_again() && Clock::now() < deadline) {
+    consumer.poll_batch(20ms, 256, batch);
+    largest_batch = std::max(largest_batch, batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!batch[i].error().ok()) continue;
+      if (consumer.moved_since_batch(batch[i])) {
+        ++stale;
+        continue;
+      }
+      offsets.push_back(batch[i].offset());
+      // Halfway through the first full batch past offset 100, rewind to offset 100 as an abort would.
+      if (!seeked && batch[i].offset() >= 100 && i + 1 < batch.size()) {
+        ASSERT_TRUE(consumer.seek({TopicPartition{"batched", 0, 100, {}, {}}}, 5s).ok());
+        seeked = true;
+        before_seek = offsets.size();
+      }
+    }
+  }
+  ASSERT_TRUE(seeked);
+  EXPECT_GT(largest_batch, 1U) << "every call returned at most one record";
+  EXPECT_GT(stale, 0U) << "the records after the seek were not marked stale";
+  // Before the seek: 0, 1, ... up to the seek point; after it: 100 onwards, each once, in order.
+  ASSERT_GT(offsets.size(), before_seek);
+  for (std::size_t i = 0; i < before_seek; ++i) EXPECT_EQ(offsets[i], static_cast<std::int64_t>(i));
+  for (std::size_t i = before_seek; i < offsets.size(); ++i) {
+    EXPECT_EQ(offsets[i], static_cast<std::int64_t>(100 + i - before_seek));
+  }
+  EXPECT_EQ(offsets.back(), kRecords - 1);
+  batch.clear();  // before the consumer
 }
 
 }  // namespace

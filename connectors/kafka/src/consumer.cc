@@ -50,6 +50,7 @@ Consumer::Consumer(const KafkaConfig& config, ConsumerOptions options) : callbac
   handle_ = detail::create_client(RD_KAFKA_CONSUMER, std::move(conf), "consumer");
   // Serve client errors and commit results from poll() too, so one thread polls one queue.
   rd_kafka_poll_set_consumer(handle_.get());
+  queue_.reset(rd_kafka_queue_get_consumer(handle_.get()));
 }
 
 Consumer::~Consumer() { close(); }
@@ -155,6 +156,25 @@ std::optional<ConsumedMessage> Consumer::poll(std::chrono::milliseconds timeout)
   return ConsumedMessage(MessageHandle(message));
 }
 
+std::size_t Consumer::poll_batch(std::chrono::milliseconds timeout, std::size_t max,
+                                 std::vector<ConsumedMessage>& batch) {
+  batch.clear();
+  moved_since_batch_.clear();
+  if (closed_ || max == 0) return 0;
+  raw_batch_.resize(max);
+  ssize_t taken = rd_kafka_consume_batch_queue(queue_.get(), 0, raw_batch_.data(), max);
+  if (taken == 0) taken = rd_kafka_consume_batch_queue(queue_.get(), to_timeout_ms(timeout), raw_batch_.data(), 1);
+  for (ssize_t i = 0; i < taken; ++i) batch.emplace_back(MessageHandle(raw_batch_[static_cast<std::size_t>(i)]));
+  return batch.size();
+}
+
+bool Consumer::was_moved(const ConsumedMessage& message) const noexcept {
+  for (const TopicPartition& moved : moved_since_batch_) {
+    if (moved.partition == message.partition() && moved.topic == message.topic()) return true;
+  }
+  return false;
+}
+
 KafkaError Consumer::commit(const TopicPartitions& offsets, CommitMode mode) {
   // An empty list would make librdkafka commit the stored offsets, which this consumer never stores.
   if (offsets.empty()) return {};
@@ -176,6 +196,8 @@ KafkaError Consumer::seek(const TopicPartitions& partitions, std::chrono::millis
   const PartitionListHandle list = to_partition_list(partitions);
   KafkaError error = KafkaError::from_error_object(
       rd_kafka_seek_partitions(handle_.get(), list.get(), to_timeout_ms(timeout)), "seek");
+  // Even a seek that failed may have moved some of them: their batched records count as stale.
+  moved_since_batch_.insert(moved_since_batch_.end(), partitions.begin(), partitions.end());
   if (!error.ok()) return error;
   for (const TopicPartition& partition : to_topic_partitions(list.get())) {
     if (!partition.error.ok()) return partition.error;

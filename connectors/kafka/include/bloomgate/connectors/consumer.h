@@ -23,8 +23,17 @@
 // on_revoked, so whatever the functions capture must outlive the Consumer. Messages returned by poll()
 // must be destroyed before the Consumer. Not movable: librdkafka holds a pointer to this.
 //
-// Thread-safety: poll, commit and close from one thread (the partition callbacks run there too);
-// committed() and assignment() from any thread.
+// Batches: poll_batch() hands out what librdkafka has already fetched, many records per call (one queue
+// lock and one set of clock reads per call instead of per record). It serves rebalances like poll(), and
+// librdkafka 2.0.2 purges from the batch the records of a partition whose fetch stopped or moved during
+// the call (the version barrier of rd_kafka_q_serve_rkmessages), so a partition revoked and assigned again
+// within one call returns only records of the new fetch. Records of a partition revoked during the call
+// may still be in the batch: the caller skips partitions it no longer owns, as it does for poll(). A
+// seek() while the caller works through a batch makes that partition's remaining records stale:
+// moved_since_batch() says so.
+//
+// Thread-safety: poll, poll_batch, commit, seek and close from one thread (the partition callbacks run
+// there too); committed() and assignment() from any thread.
 #pragma once
 
 #include "bloomgate/connectors/client_hooks.h"
@@ -35,6 +44,7 @@
 #include "bloomgate/connectors/topic_partition.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -82,6 +92,17 @@ class Consumer {
   // The next message, or nothing when the timeout passed first. Also serves rebalances, errors and
   // commit results. A returned message may carry an error instead of data (message.h).
   [[nodiscard]] std::optional<ConsumedMessage> poll(std::chrono::milliseconds timeout);
+
+  // Replaces `batch` with up to `max` records already fetched, taken without waiting; when none is, waits
+  // up to `timeout` for the first one (so a quiet topic costs no latency). Also serves rebalances, errors
+  // and commit results. Returns the batch's size. A record may carry an error instead of data.
+  std::size_t poll_batch(std::chrono::milliseconds timeout, std::size_t max, std::vector<ConsumedMessage>& batch);
+
+  // Whether seek() moved `message`'s partition after the poll_batch() that returned it: the record is
+  // stale (its partition will be fetched again from the new position) and must be skipped.
+  [[nodiscard]] bool moved_since_batch(const ConsumedMessage& message) const noexcept {
+    return !moved_since_batch_.empty() && was_moved(message);
+  }
 
   // Commits the given offsets (next offset to read, with optional metadata). kSync waits for the
   // coordinator's answer; kAsync returns at once and reports through on_commit from poll().
@@ -145,8 +166,13 @@ class Consumer {
   static void commit_trampoline(rd_kafka_t* handle, rd_kafka_resp_err_t result,
                                 rd_kafka_topic_partition_list_t* offsets, void* opaque);
 
+  [[nodiscard]] bool was_moved(const ConsumedMessage& message) const noexcept;
+
   Callbacks callbacks_;  // declared before handle_: outlives it
   KafkaHandle handle_;
+  QueueHandle queue_;  // the consumer queue poll_batch() reads; declared after handle_: destroyed first
+  std::vector<rd_kafka_message_t*> raw_batch_;
+  TopicPartitions moved_since_batch_;  // partitions seek() moved since the last poll_batch()
   bool subscribed_ = false;
   bool closed_ = false;
 };
