@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstring>
 
+#include <immintrin.h>
+
 #include "bloomgate/filters/format.h"
 
 #include "target_clones.h"
@@ -280,7 +282,59 @@ void transpose64(std::uint64_t* a) noexcept {
   narrow_swap_step<1, 0x5555555555555555ULL>(a);
 }
 
+// Column c of a block is bit slot(c) of each of its 64 cells, which lie w bits apart in the w words of the
+// block's phase table: the bits at slot, slot + w, slot + 2w, ... of those words. With BMI2 each word gives
+// its share with one PEXT (the masks depend only on the slot), so a checkpoint reads just the columns it
+// writes; without it, read_block transposes whole blocks.
+namespace {
+
+struct ColumnMasks {
+  std::array<std::uint64_t, kMaxCellBits> mask{};  // by word of the block: the column's bits in it
+  std::array<std::uint32_t, kMaxCellBits> shift{};  // where those bits go in the column's word
+};
+
+ColumnMasks column_masks(std::uint32_t slot, std::uint32_t width) noexcept {
+  ColumnMasks out;
+  std::uint32_t taken = 0;
+  for (std::uint64_t i = 0, bit = slot; i < 64; ++i, bit += width) out.mask[bit / 64] |= std::uint64_t{1} << (bit % 64);
+  for (std::uint32_t w = 0; w < width; ++w) {
+    out.shift[w] = taken;
+    taken += static_cast<std::uint32_t>(std::popcount(out.mask[w]));
+  }
+  return out;
+}
+
+__attribute__((target("bmi2"))) void extract_column(const std::uint64_t* table, std::uint64_t blocks,
+                                                    std::uint32_t width, const ColumnMasks& masks,
+                                                    std::uint64_t* out) noexcept {
+  for (std::uint64_t b = 0; b < blocks; ++b, table += width) {
+    std::uint64_t word = 0;
+    for (std::uint32_t w = 0; w < width; ++w) {
+      if (masks.mask[w] != 0) word |= _pext_u64(table[w], masks.mask[w]) << masks.shift[w];
+    }
+    out[b] = word;
+  }
+}
+
+bool has_bmi2() noexcept {
+  static const bool supported = __builtin_cpu_supports("bmi2") != 0;
+  return supported;
+}
+
+}  // namespace
+
 std::vector<Words> ColumnSegment::gather(const std::vector<std::uint32_t>& columns) const {
+  if (!has_bmi2()) return gather_by_transposing(columns);
+  const std::uint64_t block_count = blocks();
+  std::vector<Words> out(columns.size(), Words(block_count, 0));
+  for (std::size_t n = 0; n < columns.size(); ++n) {
+    const std::uint64_t* table = cells_.data() + (columns[n] % k_) * table_words_;
+    extract_column(table, block_count, width_, column_masks(slot_of(columns[n]), width_), out[n].data());
+  }
+  return out;
+}
+
+std::vector<Words> ColumnSegment::gather_by_transposing(const std::vector<std::uint32_t>& columns) const {
   const std::uint64_t block_count = blocks();
   std::vector<Words> out(columns.size(), Words(block_count, 0));
   std::vector<std::uint64_t> words(columns_);

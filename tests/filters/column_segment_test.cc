@@ -64,6 +64,7 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
       const std::vector<std::uint32_t> wrapped = {2, 1, 0, columns_c - 1, columns_c - 2};
       for (const auto& wanted : {wrapped, std::vector<std::uint32_t>{63, 64, 65}}) {
         const auto gathered = segment.gather(wanted);
+        EXPECT_EQ(segment.gather_by_transposing(wanted), gathered) << "the two ways to gather differ";
         for (std::size_t n = 0; n < wanted.size(); ++n) {
           for (std::uint64_t r = 0; r < rows; ++r) {
             ASSERT_EQ(((gathered[n][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, wanted[n])) << wanted[n] << " " << r;
@@ -81,6 +82,27 @@ TEST(ColumnSegment, GatherAndScatterMatchTheBitsOneByOne) {
         for (std::uint64_t r = 0; r < rows; ++r) {
           ASSERT_EQ(copy.test(r, c), scattered && segment.test(r, c)) << width << " " << c << " " << r;
         }
+      }
+    }
+  }
+}
+
+// Narrow cells (the service's filters: k = 10, about 90 slices, cells of 9 bits), every column at once.
+TEST(ColumnSegment, GatherOfNarrowCellsMatchesTheBitsOneByOne) {
+  std::mt19937_64 rng(85);
+  for (const std::uint32_t slices : {5U, 29U, 89U}) {
+    constexpr std::uint32_t kProbes = 10;
+    constexpr std::uint64_t kRows = 777;
+    detail::ColumnSegment segment(kRows, slices, kProbes);
+    push_cycling(segment, slices, kProbes);
+    for (int i = 0; i < 5'000; ++i) segment.set(rng() % kRows, static_cast<std::uint32_t>(rng() % slices));
+    std::vector<std::uint32_t> all(slices);
+    for (std::uint32_t c = 0; c < slices; ++c) all[c] = c;
+    const auto gathered = segment.gather(all);
+    EXPECT_EQ(segment.gather_by_transposing(all), gathered) << slices;
+    for (std::uint32_t c = 0; c < slices; ++c) {
+      for (std::uint64_t r = 0; r < kRows; ++r) {
+        ASSERT_EQ(((gathered[c][r / 64] >> (r % 64)) & 1U) != 0, segment.test(r, c)) << slices << " " << c << " " << r;
       }
     }
   }

@@ -105,9 +105,11 @@ class ColumnSegment {
   // The same slices with room for `slices` slices, the oldest moved to column 0.
   std::unique_ptr<ColumnSegment> repacked(std::uint32_t slices) const;
 
-  // Columns as slices' own words (the persisted byte order), and back into clear columns, 64 rows at a time
-  // (one 64 x 64 transpose per phase table and block of 64 rows).
+  // Columns as slices' own words (the persisted byte order), and back into clear columns, 64 rows at a time.
+  // gather extracts each column's bits from its phase table (BMI2's PEXT, one per word of a block) where the
+  // CPU has it, else gather_by_transposing (one 64 x 64 transpose per phase table and block): same words.
   std::vector<Words> gather(const std::vector<std::uint32_t>& columns) const;
+  std::vector<Words> gather_by_transposing(const std::vector<std::uint32_t>& columns) const;
   // words[n] points to the (rows + 63) / 64 words of column columns[n].
   void scatter(const std::vector<std::uint32_t>& columns, const std::vector<const std::uint64_t*>& words);
   // Consecutive columns first .. first + words.size() - 1 (at most 64), words[j] the words of column
