@@ -136,14 +136,18 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
       return ((valid[bit / 64] >> (bit % 64)) & 1U) != 0 && walk[p].holds(probes);
     });
   }
+  // Whether any run holds the key first (most keys of a stream are new); which run is the oldest only then,
+  // from the cells that answer already read.
   const ColumnSegment& segment = *segments_.front();
-  if (!oldest) {
-    if (located_in(segment, *located)) return segment.any_run(located->start.data(), valid_by_phase_.data()) ? 0 : -1;
+  bool any = false;
+  if (located_in(segment, *located)) {
+    any = segment.any_run(located->start.data(), valid_by_phase_.data());
+  } else {
     located->segment = &segment;
     located->layout_version = layout_version_;
-    return segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data()) ? 0 : -1;
+    any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data());
   }
-  if (!located_in(segment, *located)) locate(segment, probes, *located);
+  if (!any || !oldest) return any ? 0 : -1;
   const std::int64_t age = segment.oldest_run(located->start.data(), valid_by_phase_.data());
   return age < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(params_.k) - age;
 }
@@ -306,7 +310,7 @@ bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
   const Probes probes = detail::probes_by_differences(key, params_.k);
   LocatedRows located;
-  prefetch_first_lines(probes, located);
+  if (segments_.size() > 1) prefetch_first_lines(probes, located);
   Sighting sighting;
   sighting.present = test_and_insert_probes(probes, now, located, &sighting.age);
   return sighting;
