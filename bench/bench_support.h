@@ -1,7 +1,7 @@
 // File: bench/bench_support.h
 //
 // Helpers every benchmark shares: NaN for a figure not measured, bytes per MiB, the median of repeated
-// measurements, same-run ratios and their PASS/MISS verdicts, and splitmix64's 64-bit mix (generated keys
+// figures, same-run ratios and their PASS/MISS verdicts, and splitmix64's 64-bit mix (generated keys
 // and partitions).
 #pragma once
 

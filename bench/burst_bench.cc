@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>

@@ -18,7 +18,6 @@ namespace bloomgate::bench {
 
 using filters::FilterType;
 
-
 // ------------------------------------------------------------------------------------------------------
 // The filter table: one row per filter type, all built through make_filter(). A type make_filter() does
 // not build yet (std::invalid_argument) prints as "n/a" and is picked up automatically once it exists.

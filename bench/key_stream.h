@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <limits>
 #include <random>
 #include <vector>
 
@@ -15,7 +14,6 @@
 #include "bloomgate/filters/time.h"
 
 namespace bloomgate::bench {
-
 
 // The key stream. Keys are 64-bit KeyHash values made directly (no string hashing), so hashing costs the
 // same (nothing) for every filter. New key number i is splitmix64's finalizer of (i + seed): a bijection,
@@ -108,6 +106,7 @@ struct Timing {
   double min_ns = kNaN;
   double max_ns = kNaN;
   double present_fraction = kNaN;  // test_and_insert answered "duplicate"
+  std::uint64_t present = 0;       // the same as a count
   std::uint64_t operations = 0;
 };
 
@@ -119,6 +118,7 @@ inline Timing summarize(const std::vector<double>& per_op, std::uint64_t present
   t.min_ns = *std::min_element(per_op.begin(), per_op.end());
   t.max_ns = *std::max_element(per_op.begin(), per_op.end());
   t.operations = operations;
+  t.present = present;
   t.present_fraction = static_cast<double>(present) / static_cast<double>(operations);
   return t;
 }

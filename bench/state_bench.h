@@ -5,14 +5,12 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "bench_support.h"
 
 namespace bloomgate::bench {
-
 
 struct Config {
   bool quick = false;

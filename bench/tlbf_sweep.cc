@@ -21,7 +21,6 @@
 namespace bloomgate::bench {
 namespace {
 
-
 struct Side {
   Timing timing;
   double bits_per_element = kNaN;
@@ -106,7 +105,7 @@ void time_one_block(KeyStream& stream, std::uint64_t events, Blocks& out, Op&& o
   time_blocks(stream, events, 1, op);
   const Timing t = time_blocks(stream, events, 1, op);
   out.ns_per_op.push_back(t.median_ns);
-  out.present += static_cast<std::uint64_t>(t.present_fraction * static_cast<double>(t.operations) + 0.5);
+  out.present += t.present;
   out.operations += t.operations;
 }
 

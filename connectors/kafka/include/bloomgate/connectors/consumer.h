@@ -24,13 +24,12 @@
 // must be destroyed before the Consumer. Not movable: librdkafka holds a pointer to this.
 //
 // Batches: poll_batch() hands out what librdkafka has already fetched, many records per call (one queue
-// lock and one set of clock reads per call instead of per record). It serves rebalances like poll(), and
-// librdkafka 2.0.2 purges from the batch the records of a partition whose fetch stopped or moved during
-// the call (the version barrier of rd_kafka_q_serve_rkmessages), so a partition revoked and assigned again
-// within one call returns only records of the new fetch. Records of a partition revoked during the call
-// may still be in the batch: the caller skips partitions it no longer owns, as it does for poll(). A
-// seek() while the caller works through a batch makes that partition's remaining records stale:
-// moved_since_batch() says so.
+// lock and one set of clock reads per call instead of per record). It serves rebalances like poll();
+// librdkafka removes from the batch the records of a partition whose fetch stopped or moved during the
+// call, so a partition revoked and assigned again within one call returns only records of the new fetch
+// (docs/decisions/consume-batches.md). Records of a partition revoked during the call may still be in the
+// batch: the caller skips partitions it no longer owns, as it does for poll(). A seek() while the caller
+// works through a batch makes that partition's remaining records stale: moved_since_batch() says so.
 //
 // Thread-safety: poll, poll_batch, commit, seek and close from one thread (the partition callbacks run
 // there too); committed() and assignment() from any thread.
