@@ -36,6 +36,11 @@ constexpr std::int64_t kMaxRateSpanPerTtl = 4;
 constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
+// A segment of at least this many bits (8 MiB) is mostly out of the caches, where a query requests all k of
+// a key's cells before it reads any: the one-pass loop spends about 20 instructions per cell, so from
+// k = 15 on its last loads no longer fit in the reorder buffer behind a first one that missed, and wait for
+// it (docs/decisions/tlbf-query-experiments.md, "Out of cache: request every cell first").
+constexpr std::uint64_t kRequestCellsFirstBits = std::uint64_t{1} << 26;
 // A batch requests the cells of the next key only: more keys' requests in flight wait for the miss buffers
 // instead of overlapping (docs/decisions/tlbf-rows-in-lines.md).
 constexpr std::size_t kRowBatchLookahead = 1;
@@ -141,6 +146,10 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
   const ColumnSegment& segment = *segments_.front();
   bool any = false;
   if (located_in(segment, *located)) {
+    any = segment.any_run(located->start.data(), valid_by_phase_.data());
+  } else if (segment.storage_bits() >= kRequestCellsFirstBits) {
+    locate(segment, probes, *located);
+    segment.prefetch(located->start.data());
     any = segment.any_run(located->start.data(), valid_by_phase_.data());
   } else {
     located->segment = &segment;

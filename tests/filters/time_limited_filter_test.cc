@@ -128,6 +128,28 @@ TEST(TimeLimitedFilter, ExpiredKeysFadeOutToTheFalsePositiveRate) {
   EXPECT_LE(static_cast<double>(gone_present) / static_cast<double>(gone), 0.011);
 }
 
+// A filter whose segment is out of the caches (8 MiB of tables and more) requests every cell of a key before
+// it reads any, then searches them (time_limited_filter.cc): the same answers as the one-pass query. Fewer
+// keys than a generation, so the filter stays one segment; keys 0.. and fresh keys from 10^9 on.
+TEST(TimeLimitedFilter, AFilterOutOfTheCachesFindsEveryKeyAndFewFreshOnes) {
+  TimeLimitedFilter filter(tlbf_options(0.001, seconds(60), 3'500'000));
+  const std::uint64_t keys = 20'000;
+  ASSERT_LT(keys, 3'500'000 / filter.params().l);  // no slide: one segment
+  for (std::uint64_t key = 0; key < keys; ++key) ASSERT_FALSE(filter.test_and_insert(key_name(key), kStart)) << key;
+  const FilterStats stats = filter.stats(kStart);
+  ASSERT_GE(stats.bits + stats.padding_bits, std::uint64_t{1} << 26);
+  ASSERT_EQ(filter.segment_count(), 1U);
+  for (std::uint64_t key = 0; key < keys; ++key) {
+    ASSERT_TRUE(filter.contains(key_name(key), kStart + seconds(1))) << key;
+    ASSERT_TRUE(filter.test_and_insert_with_age(key_name(key), kStart + seconds(1)).present) << key;
+  }
+  std::uint64_t fresh_present = 0;
+  for (std::uint64_t key = 1'000'000'000; key < 1'000'200'000; ++key) {
+    fresh_present += filter.contains(key_name(key), kStart + seconds(2)) ? 1U : 0U;
+  }
+  EXPECT_LE(fresh_present, 200U);  // 200,000 keys at most at the 1e-3 target
+}
+
 // The age a duplicate reports is within a generation (T/l) or so of the truth: slices next to the key's
 // that hold its bit by chance blur which generation recorded it.
 TEST(TimeLimitedFilter, DuplicatesReportTheAgeOfTheirSighting) {
