@@ -81,10 +81,10 @@ void print_rate(const RateReport& r) {
     std::printf("  %-16s | %8s %9s %6s %6s | %8s %10s %7s %6s %7s %7s | %7s %9s | %9s %15s %5s | %10s\n",
                 entry.name, fmt("%.2f", in.mib).c_str(), fmt("%.1f", in.timing.median_ns).c_str(),
                 fmt("%.2f", ratio(in.timing.median_ns, in_base.sbbf.timing.median_ns)).c_str(),
-                fmt("%.1f", 100 * in.timing.present_fraction).c_str(),
+                fmt("%.1f", 100 * in.timing.present_fraction()).c_str(),
                 oc.available ? fmt("%.1f", oc.mib).c_str() : "n/a", fmt("%.1f", oc.timing.median_ns).c_str(),
                 fmt("%.2f", ratio(oc.timing.median_ns, oc_base.sbbf.timing.median_ns)).c_str(),
-                fmt("%.1f", 100 * oc.timing.present_fraction).c_str(), fmt("%.2f", oc.bits_per_element).c_str(),
+                fmt("%.1f", 100 * oc.timing.present_fraction()).c_str(), fmt("%.2f", oc.bits_per_element).c_str(),
                 entry.out_of_cache == OutOfCacheSize::kFull ? "full" : "reduced",
                 fmt("%.2f", in.bits_per_element).c_str(),
                 fmt("%.2f", in.bits_per_element / std::log2(1.0 / r.rate)).c_str(), fmt("%.3e", in.fpr).c_str(),
@@ -118,20 +118,20 @@ void print_rate(const RateReport& r) {
     std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op (batch %s)  dup %5s%%  %.2f bits/key", "split_block",
                 p.label.c_str(), b.sbbf.mib, fmt("%.1f", b.sbbf.timing.median_ns).c_str(),
                 fmt("%.1f", b.sbbf.batch_timing.median_ns).c_str(),
-                fmt("%.1f", 100 * b.sbbf.timing.present_fraction).c_str(), b.sbbf.bits_per_key);
+                fmt("%.1f", 100 * b.sbbf.timing.present_fraction()).c_str(), b.sbbf.bits_per_key);
     if (p.measure_quality) std::printf("  FPR %s at design load", fmt("%.3e", b.sbbf.fpr).c_str());
     std::printf("\n");
     if (b.floor.ran) {
       std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op  dup %5s%%  k=%u lines per key, requested together: %s x "
                   "split_block\n",
                   "k_line_floor", p.label.c_str(), b.floor.mib, fmt("%.1f", b.floor.timing.median_ns).c_str(),
-                  fmt("%.1f", 100 * b.floor.timing.present_fraction).c_str(), b.floor.k,
+                  fmt("%.1f", 100 * b.floor.timing.present_fraction()).c_str(), b.floor.k,
                   fmt("%.2f", ratio(b.floor.timing.median_ns, b.sbbf.timing.median_ns)).c_str());
     }
     if (b.exact.ran) {
       std::printf("  %-16s   %-24s %8.2f MiB %9s ns/op  dup %5s%%  %" PRIu64 " entries, %.1f bytes/entry (counted)\n",
                   "exact_ttl_set", p.label.c_str(), b.exact.mib, fmt("%.1f", b.exact.timing.median_ns).c_str(),
-                  fmt("%.1f", 100 * b.exact.timing.present_fraction).c_str(), b.exact.entries, b.exact.bytes_per_entry);
+                  fmt("%.1f", 100 * b.exact.timing.present_fraction()).c_str(), b.exact.entries, b.exact.bytes_per_entry);
     } else if (!b.exact.note.empty()) {
       std::printf("  %-16s   %-24s %s\n", "exact_ttl_set", p.label.c_str(), b.exact.note.c_str());
     }
@@ -195,7 +195,7 @@ void json_timing(Json& j, const char* key, const Timing& t) {
   j.num("ns_per_op_median", t.median_ns);
   j.num("ns_per_op_min", t.min_ns);
   j.num("ns_per_op_max", t.max_ns);
-  j.num("duplicate_fraction", t.present_fraction);
+  j.num("duplicate_fraction", t.present_fraction());
   j.u64("operations", t.operations);
   j.close('}');
 }

@@ -105,9 +105,12 @@ struct Timing {
   double median_ns = kNaN;
   double min_ns = kNaN;
   double max_ns = kNaN;
-  double present_fraction = kNaN;  // test_and_insert answered "duplicate"
-  std::uint64_t present = 0;       // the same as a count
+  std::uint64_t present = 0;  // test_and_insert answered "duplicate"
   std::uint64_t operations = 0;
+
+  double present_fraction() const noexcept {
+    return operations == 0 ? kNaN : static_cast<double>(present) / static_cast<double>(operations);
+  }
 };
 
 // The figures of timed blocks: `per_op` ns per operation of each block, `present` answers "duplicate" of
@@ -119,7 +122,6 @@ inline Timing summarize(const std::vector<double>& per_op, std::uint64_t present
   t.max_ns = *std::max_element(per_op.begin(), per_op.end());
   t.operations = operations;
   t.present = present;
-  t.present_fraction = static_cast<double>(present) / static_cast<double>(operations);
   return t;
 }
 

@@ -79,8 +79,8 @@ Side warm_up(Impl& impl, KeyStream& stream, const Point& point, const SweepConfi
 template <typename Impl>
 double measure_fpr(Impl& impl, KeyStream& stream, const Point& point, const SweepConfig& config) {
   const std::uint64_t events = std::min<std::uint64_t>(stream.events_per_ttl(), config.quick ? 50'000 : 2'000'000);
-  // 1,000 expected false positives at the target: the measured FPR within about 3% (one standard deviation),
-  // so a point reads over 1.1 x the target only when the filter is.
+  // About 1,000 false positives expected at the target rate: enough for one point's FPR to be compared
+  // with 1.1 x the target (bench/README.md, "The time-limited sweep").
   const auto probes = static_cast<std::uint64_t>(std::ceil((config.quick ? 10.0 : 1000.0) / point.rate));
   std::uint64_t probed = 0;
   std::uint64_t positives = 0;

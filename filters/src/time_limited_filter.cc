@@ -36,10 +36,9 @@ constexpr std::int64_t kMaxRateSpanPerTtl = 4;
 constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
-// A segment of at least this many bits (8 MiB) is mostly out of the caches, where a query requests all k of
-// a key's cells before it reads any: the one-pass loop spends about 20 instructions per cell, so from
-// k = 15 on its last loads no longer fit in the reorder buffer behind a first one that missed, and wait for
-// it (docs/decisions/tlbf-query-experiments.md, "Out of cache: request every cell first").
+// A segment of at least this many bits (8 MiB) is mostly out of the caches: there a query requests all k of
+// a key's cells before it reads any, so their misses overlap, instead of loading them in one pass
+// (docs/decisions/tlbf-query-experiments.md, "Out of cache: request every cell first").
 constexpr std::uint64_t kRequestCellsFirstBits = std::uint64_t{1} << 26;
 // A batch requests the cells of the next key only: more keys' requests in flight wait for the miss buffers
 // instead of overlapping (docs/decisions/tlbf-rows-in-lines.md).
@@ -148,8 +147,7 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
   if (located_in(segment, *located)) {
     any = segment.any_run(located->start.data(), valid_by_phase_.data());
   } else if (segment.storage_bits() >= kRequestCellsFirstBits) {
-    locate(segment, probes, *located);
-    segment.prefetch(located->start.data());
+    prefetch_first_lines(probes, *located);
     any = segment.any_run(located->start.data(), valid_by_phase_.data());
   } else {
     located->segment = &segment;
