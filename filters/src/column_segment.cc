@@ -75,44 +75,40 @@ void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const
 }
 
 bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
-  std::array<std::uint64_t, kMaxProbes> x;
-  std::array<std::uint64_t, kMaxProbes> prefix;
-  std::uint64_t running = cell_mask_;
+  RunSearch search;
   for (std::uint32_t b = 0; b < k_; ++b) {
-    x[b] = cell_at(cell_starts[index_of_phase_[b]]) & valid[b];
-    prefix[b] = running;
-    running &= x[b];
+    const std::uint64_t x = cell_at(cell_starts[index_of_phase_[b]]) & valid[b];
+    search.feed(x, down_a_slot(x));
   }
-  return runs_exist(x.data(), prefix.data());
+  return search.found(cell_mask_);
 }
 
 // The members it reads are copied to locals first: the loop keeps them in registers instead of reloading
-// them around its stores. Narrow cells (every steady filter's) are one unaligned load each.
+// them around its stores. Narrow cells (every steady filter's) are one unaligned load each, masked by the
+// validity alone (valid[b] has no bit from w on), and moved down a slot as (x | x << w) >> 1, whose bits from
+// w on RunSearch ignores.
+
 bool ColumnSegment::locate_any_run(const Probes& probes, const std::uint64_t* valid,
                                    std::uint64_t* cell_starts) const noexcept {
   if (width_ > kMaxNarrowCellBits) {
     locate(probes, cell_starts);
     return any_run(cell_starts, valid);
   }
-  std::array<std::uint64_t, kMaxProbes> x;
-  std::array<std::uint64_t, kMaxProbes> prefix;
   const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
   const std::uint64_t rows = rows_;
   const std::uint64_t width = width_;
-  const std::uint64_t mask = cell_mask_;
   const std::uint32_t k = k_;
   const std::uint32_t* index_of_phase = index_of_phase_.data();
   const std::uint64_t* table_start = table_start_.data();
-  std::uint64_t running = mask;
+  RunSearch search;
   for (std::uint32_t b = 0; b < k; ++b) {
     const std::uint32_t j = index_of_phase[b];
     const std::uint64_t start = table_start[b] + fast_range(probes.value[j], rows) * width;
     cell_starts[j] = start;
-    x[b] = narrow_cell(bytes, start, mask) & valid[b];
-    prefix[b] = running;
-    running &= x[b];
+    const std::uint64_t x = bits_from(bytes, start) & valid[b];
+    search.feed(x, (x | x << width) >> 1);
   }
-  return runs_exist(x.data(), prefix.data());
+  return search.found(cell_mask_);
 }
 
 std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
@@ -129,6 +125,23 @@ std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const s
     }
   }
   return oldest;
+}
+
+// Column s * k + b's bits are bits s, s + w, s + 2w, ... of phase b's table: in word i, the bits of
+// `every_cell` (0, w, 2w, ...) moved up by (s - 64 i) mod w.
+BLOOMGATE_TARGET_CLONES("popcnt", "default")
+std::uint64_t ColumnSegment::count_column(std::uint32_t column) const noexcept {
+  const std::uint64_t* table = cells_.data() + (column % k_) * table_words_;
+  std::uint64_t every_cell = 0;
+  for (std::uint32_t bit = 0; bit < 64; bit += width_) every_cell |= std::uint64_t{1} << bit;
+  const std::uint32_t drift = 64 % width_;
+  std::uint32_t offset = slot_of(column);
+  std::uint64_t count = 0;
+  for (std::uint64_t i = 0; i < table_words_; ++i) {
+    count += static_cast<std::uint64_t>(std::popcount(table[i] & (every_cell << offset)));
+    offset = offset >= drift ? offset - drift : offset + width_ - drift;
+  }
+  return count;
 }
 
 void ColumnSegment::valid_by_phase(const std::uint64_t* valid_by_age, std::uint64_t* out) const noexcept {

@@ -192,8 +192,14 @@ const TimeLimitedFilter::RegionColumn* TimeLimitedFilter::rebuilt_region() const
     region_[p] = {newest[p], newest[p]->cells, newest[p]->hash_index};
     region_slot_by_index_[newest[p]->hash_index] = newest[p]->slot;
   }
+  if (newest.size() > params_.k) newest[params_.k]->count_set_bits();  // the slice that left, if one did
   region_version_ = layout_version_;
   return region_.data();
+}
+
+void TimeLimitedFilter::count_region_bits() const {
+  const std::vector<ColumnSlice*>& newest = slices_by_position();
+  for (std::uint32_t p = 0; p < params_.k && p < newest.size(); ++p) newest[p]->count_set_bits();
 }
 
 // The region's slices are still alive here: slices leave from the oldest end, never below k + l, and
@@ -203,9 +209,7 @@ void TimeLimitedFilter::settle_region() const {
   for (std::uint32_t p = 0; p < params_.k; ++p) {
     ColumnSlice& slice = *region_[p].slice;
     slice.insertions += region_inserted_;
-    slice.set_bits += region_new_bits_[slice.hash_index];
     slice.dirty = true;
-    region_new_bits_[slice.hash_index] = 0;
   }
   region_inserted_ = 0;
 }
@@ -366,13 +370,9 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
   const RegionColumn* region = region_columns();
   if (located != nullptr && segments_.size() == 1 && located_in(*segments_.front(), *located)) {
     std::uint64_t* cells = region[0].cells;  // one segment: every slice's
-    for (std::uint32_t j = 0; j < params_.k; ++j) {
-      region_new_bits_[j] += detail::set_cell_bit(cells, located->start[j] + region_slot_by_index_[j]);
-    }
+    for (std::uint32_t j = 0; j < params_.k; ++j) detail::set_cell_bit(cells, located->start[j] + region_slot_by_index_[j]);
   } else {
-    for (std::uint32_t p = 0; p < params_.k; ++p) {
-      region_new_bits_[region[p].hash_index] += detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes));
-    }
+    for (std::uint32_t p = 0; p < params_.k; ++p) detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes));
   }
   ++region_inserted_;
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
@@ -548,6 +548,7 @@ std::uint64_t TimeLimitedFilter::elements_in_window(std::int64_t now_ns) const {
 
 FilterStats TimeLimitedFilter::stats(TimePoint now) const {
   settle_region();
+  count_region_bits();
   const std::int64_t now_ns = clamp(now);
   FilterStats s;
   s.type = type();

@@ -108,6 +108,27 @@ TEST(ColumnSegment, GatherOfNarrowCellsMatchesTheBitsOneByOne) {
   }
 }
 
+// The filter counts a slice's set bits from its column (count_column) instead of at every insertion: cells
+// of 1 to 64 bits (w = 64 % w = 0 included), every column, against the bits one by one.
+TEST(ColumnSegment, CountColumnIsTheBitsSetOneByOne) {
+  std::mt19937_64 rng(87);
+  struct Shape {
+    std::uint32_t slices;
+    std::uint32_t k;
+  };
+  for (const Shape shape : {Shape{5, 10}, Shape{29, 10}, Shape{89, 10}, Shape{100, 3}, Shape{150, 3}, Shape{191, 3}}) {
+    constexpr std::uint64_t kRows = 1000;
+    detail::ColumnSegment segment(kRows, shape.slices, shape.k);
+    push_cycling(segment, shape.slices, shape.k);
+    for (int i = 0; i < 20'000; ++i) segment.set(rng() % kRows, static_cast<std::uint32_t>(rng() % shape.slices));
+    for (std::uint32_t c = 0; c < shape.slices; ++c) {
+      std::uint64_t set = 0;
+      for (std::uint64_t r = 0; r < kRows; ++r) set += segment.test(r, c) ? 1U : 0U;
+      ASSERT_EQ(segment.count_column(c), set) << "width " << segment.cell_width() << ", column " << c;
+    }
+  }
+}
+
 // One slice alone: gathered as its words.
 TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
   std::mt19937_64 rng(84);

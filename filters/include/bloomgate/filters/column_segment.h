@@ -92,6 +92,8 @@ class ColumnSegment {
   // Appends the newest column (requires !full() and the hash index after the newest one's, or any in an
   // empty segment); returns its column number.
   std::uint32_t push(std::uint32_t hash_index);
+  // The set bits of `column` (a popcount over its phase table).
+  std::uint64_t count_column(std::uint32_t column) const noexcept;
   // Clears and frees the oldest column.
   void pop() noexcept;
   // Makes `column` the one the next push() takes, in a segment with no live column: a snapshot restores
@@ -140,27 +142,35 @@ class ColumnSegment {
   // A cell of at most kMaxNarrowCellBits bits (`mask` its width) from bit `bit` of `bytes`: one unaligned load.
   static constexpr std::uint32_t kMaxNarrowCellBits = 57;
   static std::uint64_t narrow_cell(const unsigned char* bytes, std::uint64_t bit, std::uint64_t mask) noexcept {
+    return bits_from(bytes, bit) & mask;
+  }
+  // The 57 or more bits from bit `bit` of `bytes`: a narrow cell and the cells after it.
+  static std::uint64_t bits_from(const unsigned char* bytes, std::uint64_t bit) noexcept {
     std::uint64_t x;
     std::memcpy(&x, bytes + (bit >> 3), sizeof x);
-    return (x >> (bit & 7)) & mask;
+    return x >> (bit & 7);
   }
   // The key's cells by phase, masked by `valid`.
   void load_cells(const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t* x) const noexcept;
   // The run words: bit s of runs[b] = the run of k columns from column s * k + b holds the key.
   void run_words(const std::uint64_t* x, std::uint64_t* runs) const noexcept;
-  // run_words() without the words: whether any run holds the key, OR_b (S_b & P_b moved down a slot), given
-  // prefix[b] = P_b (the AND of phases 0 .. b-1, taken while the cells load), so this pass only ANDs the
-  // suffix. A phase whose cell is zero clears every S_b after it, so no branch is needed for it. Defined
-  // here so that the loops loading the cells inline it.
-  bool runs_exist(const std::uint64_t* x, const std::uint64_t* prefix) const noexcept {
-    std::uint64_t suffix = cell_mask_;
-    std::uint64_t any = 0;
-    for (std::uint32_t b = k_; b-- > 0;) {
-      suffix &= x[b];
-      any |= suffix & down_a_slot(prefix[b]);
+  // run_words() without the words, in one pass over the phases in order, fed each cell as it loads. A run
+  // from column s * k + b holds the key when phases b..k-1 of slot s and phases 0..b-1 of slot s + 1 do.
+  // After the cells of phases 0..b-1 are fed, `next_slot` has bit s when phases 0..b-1 of slot s + 1 hold the
+  // key (the runs that may start at phase b), and `open` has bit s when a run from slot s starting at a phase
+  // up to b holds it in every phase fed. After all k, `open` has the runs (its last term, slot s + 1 in every
+  // phase, is the run from column (s + 1) k). Bits from w on may be set: found() masks them.
+  struct RunSearch {
+    std::uint64_t open = ~std::uint64_t{0};
+    std::uint64_t next_slot = ~std::uint64_t{0};
+    // x: the phase's cell masked by validity; x_down: its bits below w, each slot's bit moved down one
+    // (bit s = slot s + 1, bit w - 1 = slot 0).
+    void feed(std::uint64_t x, std::uint64_t x_down) noexcept {
+      next_slot &= x_down;
+      open = (open & x) | next_slot;
     }
-    return any != 0;
-  }
+    bool found(std::uint64_t cell_mask) const noexcept { return (open & cell_mask) != 0; }
+  };
   // Bit s + 1 of `cells` (w bits) to bit s, bit 0 to bit w - 1: the next slot's bit, the ring wrapping.
   std::uint64_t down_a_slot(std::uint64_t cells) const noexcept {
     return (cells >> 1) | ((cells & 1U) << (width_ - 1));
@@ -215,7 +225,9 @@ struct ColumnSlice : BitSlice {
   std::uint32_t width = 1;  // the segment's cell width
   std::uint32_t column = 0;
   std::uint32_t slot = 0;   // its bit in a cell
-  std::uint64_t set_bits = 0;  // counted by the insertion, so stats() reads fills without scanning columns
+  // The column's set bits, counted by count_set_bits(): the filter counts a slice when it leaves the
+  // insertion region and the region's slices before a reader (TimeLimitedFilter, "The insertion region").
+  std::uint64_t set_bits = 0;
 
   void place(ColumnSegment* in, std::uint32_t at) noexcept {
     segment = in;
@@ -229,18 +241,15 @@ struct ColumnSlice : BitSlice {
   std::uint64_t cell_of(const Probes& probes) const noexcept { return place_of_bits().bit_of(probes); }
   bool test(const Probes& probes) const noexcept { return place_of_bits().holds(probes); }
   void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[cell_of(probes) >> 6]); }
+  void count_set_bits() noexcept { set_bits = segment->count_column(column); }
   double measured_fill() const noexcept {
     return bits == 0 ? 0.0 : static_cast<double>(set_bits) / static_cast<double>(bits);
   }
 };
 
-// Sets bit `bit` of `cells` and returns 1 when it was clear, without a branch: at half fill a branch would
-// mispredict every other bit.
-inline std::uint64_t set_cell_bit(std::uint64_t* cells, std::uint64_t bit) noexcept {
-  const std::uint64_t mask = std::uint64_t{1} << (bit & 63);
-  const std::uint64_t word = cells[bit >> 6];
-  cells[bit >> 6] = word | mask;
-  return (word & mask) == 0 ? 1U : 0U;
+// Sets bit `bit` of `cells`.
+inline void set_cell_bit(std::uint64_t* cells, std::uint64_t bit) noexcept {
+  cells[bit >> 6] |= std::uint64_t{1} << (bit & 63);
 }
 
 // Bit j of a[i] goes to bit i of a[j].

@@ -195,9 +195,10 @@ class TimeLimitedFilter final : public Filter {
 
   // The insertion region (the k newest slices) as the insertion reads it: each slice's cells and bit in a
   // cell, by position and (the slices of a region have distinct hash indexes) by hash index, rebuilt when
-  // the layout moves. An insertion counts into region_inserted_ and region_new_bits_ (by hash index)
-  // instead of into k slices; settle_region() adds the counts to the slices (insertions, set_bits, dirty)
-  // before anything reads those or the region moves.
+  // the layout moves. An insertion only sets bits and counts into region_inserted_ instead of into k
+  // slices; settle_region() adds the count to the slices (insertions, dirty) before anything reads those or
+  // the region moves. A region slice's set_bits is counted from its column when it leaves the region (it
+  // is then at position k) and, while it is in it, by count_region_bits() for the readers (stats, snapshot).
   struct RegionColumn {
     detail::ColumnSlice* slice = nullptr;
     std::uint64_t* cells = nullptr;
@@ -206,11 +207,11 @@ class TimeLimitedFilter final : public Filter {
   const RegionColumn* region_columns() const;
   const RegionColumn* rebuilt_region() const;
   void settle_region() const;
+  void count_region_bits() const;
   mutable std::array<RegionColumn, detail::kMaxProbes> region_{};
   mutable std::uint64_t region_version_ = ~std::uint64_t{0};
   mutable std::uint64_t region_inserted_ = 0;
   mutable std::array<std::uint32_t, detail::kMaxProbes> region_slot_by_index_{};
-  mutable std::array<std::uint64_t, detail::kMaxProbes> region_new_bits_{};
 };
 
 }  // namespace bloomgate::filters
