@@ -10,6 +10,7 @@
 #include "bloomgate/filters/format.h"
 
 #include "target_clones.h"
+#include "tlbf_probes.h"
 
 namespace bloomgate::filters::detail {
 namespace {
@@ -83,31 +84,37 @@ bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_
   return search.found(cell_mask_);
 }
 
-// The members it reads are copied to locals first: the loop keeps them in registers instead of reloading
-// them around its stores. Narrow cells (every steady filter's) are one unaligned load each, masked by the
-// validity alone (valid[b] has no bit from w on), and moved down a slot as (x | x << w) >> 1, whose bits from
-// w on RunSearch ignores.
-
-bool ColumnSegment::locate_any_run(const Probes& probes, const std::uint64_t* valid,
+// Phase b holds hash index (first - b) mod k, first = index_of_phase_[0] (push()), so the phases in order
+// take the values of hash indexes first, first - 1, ..., 0, then k - 1, ..., first + 1: two descending
+// runs of DescendingProbes. The members it reads are copied to locals first: the loop keeps them in
+// registers instead of reloading them around its stores. Narrow cells (every steady filter's) are one
+// unaligned load each, masked by the validity alone (valid[b] has no bit from w on), and moved down a slot
+// as (x | x << w) >> 1, whose bits from w on RunSearch ignores.
+BLOOMGATE_TARGET_CLONES("bmi2", "default")
+bool ColumnSegment::locate_any_run(const KeyProbes& probes, const std::uint64_t* valid,
                                    std::uint64_t* cell_starts) const noexcept {
   if (width_ > kMaxNarrowCellBits) {
-    locate(probes, cell_starts);
+    locate(probes.values(), cell_starts);
     return any_run(cell_starts, valid);
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
   const std::uint64_t rows = rows_;
   const std::uint64_t width = width_;
   const std::uint32_t k = k_;
-  const std::uint32_t* index_of_phase = index_of_phase_.data();
+  const std::uint32_t first = index_of_phase_[0];
   const std::uint64_t* table_start = table_start_.data();
+  const std::uint64_t h2 = second_probe_hash(probes.key());
   RunSearch search;
-  for (std::uint32_t b = 0; b < k; ++b) {
-    const std::uint32_t j = index_of_phase[b];
-    const std::uint64_t start = table_start[b] + fast_range(probes.value[j], rows) * width;
+  const auto read_cell = [&](std::uint32_t b, std::uint32_t j, const DescendingProbes& value) {
+    const std::uint64_t start = table_start[b] + fast_range(value.value(), rows) * width;
     cell_starts[j] = start;
     const std::uint64_t x = bits_from(bytes, start) & valid[b];
     search.feed(x, (x | x << width) >> 1);
-  }
+  };
+  DescendingProbes down_from_first(probes.key(), h2, first);
+  for (std::uint32_t b = 0; b <= first; ++b, down_from_first.step_down()) read_cell(b, first - b, down_from_first);
+  DescendingProbes down_from_last(probes.key(), h2, k - 1);
+  for (std::uint32_t b = first + 1; b < k; ++b, down_from_last.step_down()) read_cell(b, k + first - b, down_from_last);
   return search.found(cell_mask_);
 }
 

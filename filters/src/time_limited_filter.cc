@@ -19,7 +19,7 @@ using detail::BitSlice;
 using detail::ColumnSegment;
 using detail::ColumnSlice;
 using detail::kUnstamped;
-using detail::Probes;
+using detail::KeyProbes;
 
 constexpr std::uint64_t kDefaultMaxSliceBits = 1ULL << 33;
 constexpr std::uint64_t kDefaultMaxGeneration = 1ULL << 32;
@@ -121,13 +121,13 @@ bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) cons
   return elapsed(now_ns, stamp) > ttl_ns_;
 }
 
-bool TimeLimitedFilter::contains_at(const Probes& probes, std::int64_t now_ns) const {
+bool TimeLimitedFilter::contains_at(const KeyProbes& probes, std::int64_t now_ns) const {
   return oldest_window(probes, now_ns, nullptr, false) >= 0;
 }
 
 // The walk's answer. One segment (a steady rate): the runs of k found among the key's k cells
 // (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the walk.
-std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t now_ns, LocatedRows* located,
+std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int64_t now_ns, LocatedRows* located,
                                               bool oldest) const {
   const std::size_t n = slices_.size();
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
@@ -135,9 +135,10 @@ std::int64_t TimeLimitedFilter::oldest_window(const Probes& probes, std::int64_t
   if (located == nullptr) located = &here;
   if (segments_.size() > 1) {
     const std::vector<detail::SliceBits>& walk = slices_for_walk();
+    const detail::Probes& values = probes.values();
     return detail::oldest_matching_run(n, params_.k, [&](std::size_t p) {
       const std::size_t bit = n - 1 - p;
-      return ((valid[bit / 64] >> (bit % 64)) & 1U) != 0 && walk[p].holds(probes);
+      return ((valid[bit / 64] >> (bit % 64)) & 1U) != 0 && walk[p].holds(values);
     });
   }
   // Whether any run holds the key first (most keys of a stream are new); which run is the oldest only then,
@@ -250,7 +251,7 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::recomputed_valid_bits(std::
 }
 
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
-  return contains_at(detail::probes_by_differences(key, params_.k), clamp(now));
+  return contains_at(KeyProbes(key, params_.k), clamp(now));
 }
 
 // `located` holds the cells of one segment at a time.
@@ -258,8 +259,8 @@ bool TimeLimitedFilter::located_in(const ColumnSegment& segment, const LocatedRo
   return located.segment == &segment && located.layout_version == layout_version_;
 }
 
-void TimeLimitedFilter::locate(const ColumnSegment& segment, const Probes& probes, LocatedRows& located) const noexcept {
-  segment.locate(probes, located.start.data());
+void TimeLimitedFilter::locate(const ColumnSegment& segment, const KeyProbes& probes, LocatedRows& located) const noexcept {
+  segment.locate(probes.values(), located.start.data());
   located.segment = &segment;
   located.layout_version = layout_version_;
 }
@@ -267,18 +268,18 @@ void TimeLimitedFilter::locate(const ColumnSegment& segment, const Probes& probe
 // One segment: requests the key's cells, located here once for the query and the insertion that follow
 // (`located`). Several (the walk): the first probe (the oldest window's newest slice) and the k insertion
 // cells.
-void TimeLimitedFilter::prefetch_first_lines(const Probes& probes, LocatedRows& located) const noexcept {
+void TimeLimitedFilter::prefetch_first_lines(const KeyProbes& probes, LocatedRows& located) const noexcept {
   if (segments_.size() == 1) {
     locate(*segments_.front(), probes, located);
     segments_.front()->prefetch(located.start.data());
     return;
   }
   const std::vector<ColumnSlice*>& by_position = slices_by_position();
-  for (std::uint32_t p = 0; p < params_.k; ++p) by_position[p]->prefetch(probes);
-  by_position[slices_.size() - params_.k]->prefetch(probes);
+  for (std::uint32_t p = 0; p < params_.k; ++p) by_position[p]->prefetch(probes.values());
+  by_position[slices_.size() - params_.k]->prefetch(probes.values());
 }
 
-bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint now, LocatedRows& located,
+bool TimeLimitedFilter::test_and_insert_probes(const KeyProbes& probes, TimePoint now, LocatedRows& located,
                                               std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
@@ -294,9 +295,9 @@ bool TimeLimitedFilter::test_and_insert_probes(const Probes& probes, TimePoint n
 // oldest of them. The run's two ends are equally likely to have grown, so the window taken is the one in
 // the middle. Its generation ended when its oldest slice was stamped (unstamped: it is the current one) and
 // began when the next older slice was; the sighting is dated to the middle of that generation.
-Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldest_window, std::int64_t now_ns) const {
+Duration TimeLimitedFilter::sighting_age(const KeyProbes& probes, std::size_t oldest_window, std::int64_t now_ns) const {
   std::size_t newest_in_run = oldest_window;
-  while (newest_in_run > 0 && slices_[newest_in_run - 1].test(probes) && !expired(slices_[newest_in_run - 1], now_ns)) {
+  while (newest_in_run > 0 && slices_[newest_in_run - 1].test(probes.values()) && !expired(slices_[newest_in_run - 1], now_ns)) {
     --newest_in_run;
   }
   const std::size_t window = newest_in_run + (oldest_window - newest_in_run) / 2;
@@ -312,14 +313,14 @@ Duration TimeLimitedFilter::sighting_age(const Probes& probes, std::size_t oldes
 // One segment: the query issues the k cell reads itself, together; several: the first ones are requested
 // before the walk.
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
-  const Probes probes = detail::probes_by_differences(key, params_.k);
+  const KeyProbes probes(key, params_.k);
   LocatedRows located;
   if (segments_.size() > 1) prefetch_first_lines(probes, located);
   return test_and_insert_probes(probes, now, located);
 }
 
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
-  const Probes probes = detail::probes_by_differences(key, params_.k);
+  const KeyProbes probes(key, params_.k);
   LocatedRows located;
   if (segments_.size() > 1) prefetch_first_lines(probes, located);
   Sighting sighting;
@@ -340,23 +341,23 @@ void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std
     throw std::invalid_argument("test_and_insert_batch: keys, times and answers differ in size");
   }
   const std::size_t lookahead = batch_lookahead();
-  std::array<Probes, detail::kBatchLookahead> ahead;
+  std::array<KeyProbes, detail::kBatchLookahead> ahead;
   std::array<LocatedRows, detail::kBatchLookahead> located;
   for (std::size_t i = 0; i < std::min(lookahead, keys.size()); ++i) {
-    ahead[i] = detail::probes_by_differences(keys[i], params_.k);
+    ahead[i] = KeyProbes(keys[i], params_.k);
     prefetch_first_lines(ahead[i], located[i]);
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    Probes& probes = ahead[i % lookahead];
+    KeyProbes& probes = ahead[i % lookahead];
     present[i] = test_and_insert_probes(probes, now[i], located[i % lookahead]);
     if (i + lookahead < keys.size()) {
-      probes = detail::probes_by_differences(keys[i + lookahead], params_.k);
+      probes = KeyProbes(keys[i + lookahead], params_.k);
       prefetch_first_lines(probes, located[i % lookahead]);
     }
   }
 }
 
-void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const LocatedRows* located) {
+void TimeLimitedFilter::insert(const KeyProbes& probes, std::int64_t now_ns, const LocatedRows* located) {
   if (last_insert_ns_ == kUnstamped) {
     reset(now_ns);  // the first insertion starts the clock
   } else if (elapsed(now_ns, last_insert_ns_) > ttl_ns_) {
@@ -372,7 +373,7 @@ void TimeLimitedFilter::insert(const Probes& probes, std::int64_t now_ns, const 
     std::uint64_t* cells = region[0].cells;  // one segment: every slice's
     for (std::uint32_t j = 0; j < params_.k; ++j) detail::set_cell_bit(cells, located->start[j] + region_slot_by_index_[j]);
   } else {
-    for (std::uint32_t p = 0; p < params_.k; ++p) detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes));
+    for (std::uint32_t p = 0; p < params_.k; ++p) detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes.values()));
   }
   ++region_inserted_;
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;

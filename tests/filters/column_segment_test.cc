@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bloomgate/filters/bit_slice.h"
+#include "tlbf_probes.h"
 
 namespace bloomgate::filters {
 namespace {
@@ -162,7 +163,8 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
         segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % columns_c));
       }
       for (int trial = 0; trial < 300; ++trial) {
-        const detail::Probes probes(KeyHash{rng()}, k);
+        const KeyHash key{rng()};
+        const detail::Probes probes(key, k);
         std::array<std::uint64_t, detail::kMaxProbes> cell_starts{};
         segment.locate(probes, cell_starts.data());
         const std::uint32_t n = segment.live();
@@ -183,7 +185,7 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
             << "k " << k << ", width " << width << ", trial " << trial;
         ASSERT_EQ(segment.any_run(cell_starts.data(), by_phase.data()), window >= 0);
         std::array<std::uint64_t, detail::kMaxProbes> fused{};
-        ASSERT_EQ(segment.locate_any_run(probes, by_phase.data(), fused.data()), window >= 0);
+        ASSERT_EQ(segment.locate_any_run(detail::KeyProbes(key, k), by_phase.data(), fused.data()), window >= 0);
         for (std::uint32_t j = 0; j < k; ++j) ASSERT_EQ(fused[j], cell_starts[j]) << "hash index " << j;
       }
     }

@@ -27,6 +27,8 @@
 
 namespace bloomgate::filters::detail {
 
+class KeyProbes;  // tlbf_probes.h
+
 // The widest cell: a segment holds at most 64 k - 1 slices (the filter opens another segment beyond it).
 inline constexpr std::uint32_t kMaxCellBits = 64;
 
@@ -83,8 +85,9 @@ class ColumnSegment {
   std::int64_t oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
   // Whether such a run exists (the same search without locating the oldest).
   bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
-  // locate() and any_run() in one pass over the hash indexes: one call per key on the single-call path.
-  bool locate_any_run(const Probes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
+  // locate() and any_run() in one pass over the phases, each probe value computed where its cell is read
+  // (DescendingProbes): one call per key on the single-call path in cache.
+  bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
   // `valid` by age rank (bit a of valid_by_age = the column of age rank a, oldest first) regrouped by phase,
   // into out[0..k).
   void valid_by_phase(const std::uint64_t* valid_by_age, std::uint64_t* out) const noexcept;

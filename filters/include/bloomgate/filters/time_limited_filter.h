@@ -103,7 +103,7 @@ class TimeLimitedFilter final : public Filter {
   static std::int64_t long_generation(std::int64_t ttl_ns, std::uint32_t l) noexcept;
   std::int64_t clamp(TimePoint now) const noexcept;
   bool expired(const detail::BitSlice& slice, std::int64_t now_ns) const noexcept;
-  bool contains_at(const detail::Probes& probes, std::int64_t now_ns) const;
+  bool contains_at(const detail::KeyProbes& probes, std::int64_t now_ns) const;
   // A key's cells in one segment (ColumnSegment::locate), found once for the prefetch, the query and the
   // insertion. Valid while the layout is the one they were found in: no slice pushed or dropped, no segment
   // resized or freed since (every such change moves layout_version_ on).
@@ -113,10 +113,10 @@ class TimeLimitedFilter final : public Filter {
     std::array<std::uint64_t, detail::kMaxProbes> start;
   };
   bool located_in(const detail::ColumnSegment& segment, const LocatedRows& located) const noexcept;
-  void locate(const detail::ColumnSegment& segment, const detail::Probes& probes, LocatedRows& located) const noexcept;
+  void locate(const detail::ColumnSegment& segment, const detail::KeyProbes& probes, LocatedRows& located) const noexcept;
   // Leaves `located` (when given) holding the newest segment's cells. Without `oldest`, any window's
   // position (0) may stand for the oldest one: enough to tell present from absent.
-  std::int64_t oldest_window(const detail::Probes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
+  std::int64_t oldest_window(const detail::KeyProbes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
                              bool oldest = true) const;
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
   const std::vector<std::uint64_t>& recomputed_valid_bits(std::int64_t now_ns) const;
@@ -132,13 +132,13 @@ class TimeLimitedFilter final : public Filter {
   void restore_slices(std::vector<detail::BitSlice> decoded, const std::vector<std::uint64_t>& set_bits);
   detail::ColumnSlice& place_restored(detail::BitSlice decoded, std::uint64_t set_bits);
   std::vector<detail::Words> slice_words(ImageScope scope) const;
-  void prefetch_first_lines(const detail::Probes& probes, LocatedRows& located) const noexcept;
+  void prefetch_first_lines(const detail::KeyProbes& probes, LocatedRows& located) const noexcept;
   std::size_t batch_lookahead() const noexcept;
   // Sets *age (when age is not null) for a present key.
-  bool test_and_insert_probes(const detail::Probes& probes, TimePoint now, LocatedRows& located,
+  bool test_and_insert_probes(const detail::KeyProbes& probes, TimePoint now, LocatedRows& located,
                               std::optional<Duration>* age = nullptr);
-  Duration sighting_age(const detail::Probes& probes, std::size_t oldest_window, std::int64_t now_ns) const;
-  void insert(const detail::Probes& probes, std::int64_t now_ns, const LocatedRows* located = nullptr);
+  Duration sighting_age(const detail::KeyProbes& probes, std::size_t oldest_window, std::int64_t now_ns) const;
+  void insert(const detail::KeyProbes& probes, std::int64_t now_ns, const LocatedRows* located = nullptr);
   void reset(std::int64_t now_ns);
   void end_generation_early();
   void slide(std::int64_t now_ns);
