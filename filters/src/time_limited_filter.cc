@@ -310,19 +310,23 @@ Duration TimeLimitedFilter::sighting_age(const KeyProbes& probes, std::size_t ol
   return Duration{std::max<std::int64_t>(0, elapsed(now_ns, recorded))};
 }
 
-// One segment: the query issues the k cell reads itself, together; several: the first ones are requested
-// before the walk.
+// A segment in cache: the query computes the values and reads the cells itself. Out of the caches, and for
+// the walk over several segments, the cells are requested first, before anything else the query does.
+bool TimeLimitedFilter::requests_cells_first() const noexcept {
+  return segments_.size() > 1 || segments_.front()->storage_bits() >= kRequestCellsFirstBits;
+}
+
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
   const KeyProbes probes(key, params_.k);
   LocatedRows located;
-  if (segments_.size() > 1) prefetch_first_lines(probes, located);
+  if (requests_cells_first()) prefetch_first_lines(probes, located);
   return test_and_insert_probes(probes, now, located);
 }
 
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
   const KeyProbes probes(key, params_.k);
   LocatedRows located;
-  if (segments_.size() > 1) prefetch_first_lines(probes, located);
+  if (requests_cells_first()) prefetch_first_lines(probes, located);
   Sighting sighting;
   sighting.present = test_and_insert_probes(probes, now, located, &sighting.age);
   return sighting;

@@ -133,6 +133,7 @@ class TimeLimitedFilter final : public Filter {
   detail::ColumnSlice& place_restored(detail::BitSlice decoded, std::uint64_t set_bits);
   std::vector<detail::Words> slice_words(ImageScope scope) const;
   void prefetch_first_lines(const detail::KeyProbes& probes, LocatedRows& located) const noexcept;
+  bool requests_cells_first() const noexcept;
   std::size_t batch_lookahead() const noexcept;
   // Sets *age (when age is not null) for a present key.
   bool test_and_insert_probes(const detail::KeyProbes& probes, TimePoint now, LocatedRows& located,
