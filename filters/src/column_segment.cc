@@ -100,21 +100,22 @@ bool ColumnSegment::locate_any_run(const KeyProbes& probes, const std::uint64_t*
   const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
   const std::uint64_t rows = rows_;
   const std::uint64_t width = width_;
-  const std::uint32_t k = k_;
-  const std::uint32_t first = index_of_phase_[0];
-  const std::uint64_t* table_start = table_start_.data();
+  const std::uint64_t first = index_of_phase_[0];
+  const std::uint64_t* table_start = table_start_.data();  // both advance with the phase
+  const std::uint64_t* phase_valid = valid;
   const std::uint64_t h2 = second_probe_hash(probes.key());
   RunSearch search;
-  const auto read_cell = [&](std::uint32_t b, std::uint32_t j, const DescendingProbes& value) {
-    const std::uint64_t start = table_start[b] + fast_range(value.value(), rows) * width;
-    cell_starts[j] = start;
-    const std::uint64_t x = bits_from(bytes, start) & valid[b];
-    search.feed(x, (x | x << width) >> 1);
+  const auto read_cells = [&](std::uint64_t from, std::uint64_t down_to) {
+    DescendingProbes value(probes.key(), h2, from);
+    for (std::uint64_t j = from + 1; j-- > down_to; value.step_down()) {
+      const std::uint64_t start = *table_start++ + fast_range(value.value(), rows) * width;
+      cell_starts[j] = start;
+      const std::uint64_t x = bits_from(bytes, start) & *phase_valid++;
+      search.feed(x, (x | x << width) >> 1);
+    }
   };
-  DescendingProbes down_from_first(probes.key(), h2, first);
-  for (std::uint32_t b = 0; b <= first; ++b, down_from_first.step_down()) read_cell(b, first - b, down_from_first);
-  DescendingProbes down_from_last(probes.key(), h2, k - 1);
-  for (std::uint32_t b = first + 1; b < k; ++b, down_from_last.step_down()) read_cell(b, k + first - b, down_from_last);
+  read_cells(first, 0);
+  if (first + 1 < k_) read_cells(k_ - 1, first + 1);
   return search.found(cell_mask_);
 }
 

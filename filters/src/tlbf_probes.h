@@ -9,6 +9,7 @@
 // tests/filters/tlbf_probes_test.cc.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "bloomgate/filters/bit_slice.h"
@@ -46,11 +47,23 @@ inline Probes probes_by_differences(KeyHash key, std::uint32_t k) noexcept {
   return probes;
 }
 
-// The values of hash indexes j, j - 1, j - 2, ... in that order, from one multiplication at j.
+// (j^3 - j) / 6 and j (j - 1) / 2 for every hash index, so that a descent starts with one multiplication.
+struct DescentOffsets {
+  std::uint64_t cubic = 0;
+  std::uint64_t triangle = 0;
+};
+inline constexpr std::array<DescentOffsets, kMaxProbes> kDescentOffsets = [] {
+  std::array<DescentOffsets, kMaxProbes> offsets{};
+  for (std::uint64_t j = 1; j < kMaxProbes; ++j) offsets[j] = {(j * j * j - j) / 6, j * (j - 1) / 2};
+  return offsets;
+}();
+
+// The values of hash indexes j, j - 1, j - 2, ... in that order (j < kMaxProbes), from one multiplication
+// at j.
 class DescendingProbes {
  public:
   DescendingProbes(KeyHash key, std::uint64_t h2, std::uint64_t j) noexcept
-      : sum_(key.value + j * h2 + (j * j * j - j) / 6), drop_(h2 + j * (j - 1) / 2), index_(j) {}
+      : sum_(key.value + j * h2 + kDescentOffsets[j].cubic), drop_(h2 + kDescentOffsets[j].triangle), index_(j) {}
   std::uint64_t value() const noexcept { return mixed_probe(sum_); }
   void step_down() noexcept {
     sum_ -= drop_;
