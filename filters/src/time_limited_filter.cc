@@ -129,11 +129,11 @@ bool TimeLimitedFilter::contains_at(const KeyProbes& probes, std::int64_t now_ns
 // (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the walk.
 std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int64_t now_ns, LocatedRows* located,
                                               bool oldest) const {
-  const std::size_t n = slices_.size();
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
   LocatedRows here;
   if (located == nullptr) located = &here;
   if (segments_.size() > 1) {
+    const std::size_t n = slices_.size();
     const std::vector<detail::SliceBits>& walk = slices_for_walk();
     const detail::Probes& values = probes.values();
     return detail::oldest_matching_run(n, params_.k, [&](std::size_t p) {
@@ -157,7 +157,7 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
   }
   if (!any || !oldest) return any ? 0 : -1;
   const std::int64_t age = segment.oldest_run(located->start.data(), valid_by_phase_.data());
-  return age < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(params_.k) - age;
+  return age < 0 ? -1 : static_cast<std::int64_t>(slices_.size()) - static_cast<std::int64_t>(params_.k) - age;
 }
 
 // A deque's operator[] divides by its block's element count and its iterator steps through blocks; the
