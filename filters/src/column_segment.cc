@@ -75,12 +75,14 @@ void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const
   }
 }
 
+// The out-of-cache path: the cells are read in a loop of their own, then searched, so that their loads
+// (of lines requested before) issue a few instructions apart (docs/decisions/tlbf-query-experiments.md,
+// "Kept: the in-cache query").
 bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
+  std::array<std::uint64_t, kMaxProbes> x;
+  load_cells(cell_starts, valid, x.data());
   RunSearch search;
-  for (std::uint32_t b = 0; b < k_; ++b) {
-    const std::uint64_t x = cell_at(cell_starts[index_of_phase_[b]]) & valid[b];
-    search.feed(x, down_a_slot(x));
-  }
+  for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], down_a_slot(x[b]));
   return search.found(cell_mask_);
 }
 
