@@ -147,7 +147,7 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
   bool any = false;
   if (located_in(segment, *located)) {
     any = segment.any_run(located->start.data(), valid_by_phase_.data());
-  } else if (segment.storage_bits() >= kRequestCellsFirstBits) {
+  } else if (requests_cells_first()) {  // from contains(); test_and_insert has located them above
     prefetch_first_lines(probes, *located);
     any = segment.any_run(located->start.data(), valid_by_phase_.data());
   } else {

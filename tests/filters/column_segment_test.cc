@@ -110,7 +110,7 @@ TEST(ColumnSegment, GatherOfNarrowCellsMatchesTheBitsOneByOne) {
 }
 
 // The filter counts a slice's set bits from its column (count_column) instead of at every insertion: cells
-// of 1 to 64 bits (w = 64 % w = 0 included), every column, against the bits one by one.
+// of 1 to 64 bits (widths that divide 64 included), every column, against the bits one by one.
 TEST(ColumnSegment, CountColumnIsTheBitsSetOneByOne) {
   std::mt19937_64 rng(87);
   struct Shape {

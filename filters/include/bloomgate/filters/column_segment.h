@@ -134,7 +134,7 @@ class ColumnSegment {
   // The w-bit cell whose first bit is `bit`.
   std::uint64_t cell_at(std::uint64_t bit) const noexcept {
     if (width_ <= kMaxNarrowCellBits) {
-      return narrow_cell(reinterpret_cast<const unsigned char*>(cells_.data()), bit, cell_mask_);
+      return bits_from(reinterpret_cast<const unsigned char*>(cells_.data()), bit) & cell_mask_;
     }
     std::uint64_t x;
     const std::uint64_t* p = cells_.data() + (bit >> 6);
@@ -142,11 +142,8 @@ class ColumnSegment {
     x = (p[0] >> shift) | ((p[1] << 1) << (63 - shift));
     return x & cell_mask_;
   }
-  // A cell of at most kMaxNarrowCellBits bits (`mask` its width) from bit `bit` of `bytes`: one unaligned load.
+  // A cell of at most kMaxNarrowCellBits bits is read with one unaligned load (bits_from).
   static constexpr std::uint32_t kMaxNarrowCellBits = 57;
-  static std::uint64_t narrow_cell(const unsigned char* bytes, std::uint64_t bit, std::uint64_t mask) noexcept {
-    return bits_from(bytes, bit) & mask;
-  }
   // The 57 or more bits from bit `bit` of `bytes`: a narrow cell and the cells after it.
   static std::uint64_t bits_from(const unsigned char* bytes, std::uint64_t bit) noexcept {
     std::uint64_t x;
