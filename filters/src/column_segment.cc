@@ -25,6 +25,11 @@ std::uint64_t bits_at(const std::uint64_t* src, std::uint64_t bit) noexcept {
   return (p[0] >> shift) | ((p[1] << 1) << (63 - shift));
 }
 
+bool cpu_has_vector_query() noexcept {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  return has;
+}
+
 std::uint32_t cycle_columns(std::uint32_t slices, std::uint32_t k) noexcept {
   const std::uint32_t wanted = std::min(slices, ColumnSegment::max_slices(k)) + 1;
   return k * ((wanted + k - 1) / k);
@@ -42,22 +47,25 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       cells_(static_cast<std::size_t>(k) * table_words_ + 1),
       phase_of_index_(k, 0),
       index_of_phase_(k, 0),
-      table_start_(k) {
+      table_start_(k),
+      wide_index_of_phase_(k, 0),
+      cubic_of_phase_(k, 0),
+      vector_query_(cpu_has_vector_query() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits) {
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
 }
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {
-  for (std::uint32_t j = 0; j < k_; ++j) cell_starts[j] = table_start_[phase_of_index_[j]] + row_of(probes, j) * width_;
+  for (std::uint32_t b = 0; b < k_; ++b) cell_starts[b] = table_start_[b] + row_of(probes, index_of_phase_[b]) * width_;
 }
 
 void ColumnSegment::prefetch(const std::uint64_t* cell_starts) const noexcept {
   const auto* bytes = reinterpret_cast<const char*>(cells_.data());
-  for (std::uint32_t j = 0; j < k_; ++j) __builtin_prefetch(bytes + (cell_starts[j] >> 3));
+  for (std::uint32_t b = 0; b < k_; ++b) __builtin_prefetch(bytes + (cell_starts[b] >> 3));
 }
 
 void ColumnSegment::load_cells(const std::uint64_t* cell_starts, const std::uint64_t* valid,
                                std::uint64_t* x) const noexcept {
-  for (std::uint32_t b = 0; b < k_; ++b) x[b] = cell_at(cell_starts[index_of_phase_[b]]) & valid[b];
+  for (std::uint32_t b = 0; b < k_; ++b) x[b] = cell_at(cell_starts[b]) & valid[b];
 }
 
 // A run of k consecutive columns from column s * k + b covers phases b..k-1 of slot s and phases 0..b-1 of
@@ -93,8 +101,8 @@ bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_
 // unaligned load each, masked by the validity alone (valid[b] has no bit from w on), and moved down a slot
 // as (x | x << w) >> 1, whose bits from w on RunSearch ignores.
 BLOOMGATE_TARGET_CLONES("bmi2", "default")
-bool ColumnSegment::locate_any_run(const KeyProbes& probes, const std::uint64_t* valid,
-                                   std::uint64_t* cell_starts) const noexcept {
+bool ColumnSegment::locate_any_run_scalar(const KeyProbes& probes, const std::uint64_t* valid,
+                                          std::uint64_t* cell_starts) const noexcept {
   if (width_ > kMaxNarrowCellBits) {
     locate(probes.values(), cell_starts);
     return any_run(cell_starts, valid);
@@ -103,15 +111,16 @@ bool ColumnSegment::locate_any_run(const KeyProbes& probes, const std::uint64_t*
   const std::uint64_t rows = rows_;
   const std::uint64_t width = width_;
   const std::uint64_t first = index_of_phase_[0];
-  const std::uint64_t* table_start = table_start_.data();  // both advance with the phase
+  const std::uint64_t* table_start = table_start_.data();  // the three advance with the phase
   const std::uint64_t* phase_valid = valid;
+  std::uint64_t* cell_start = cell_starts;
   const std::uint64_t h2 = second_probe_hash(probes.key());
   RunSearch search;
   const auto read_cells = [&](std::uint64_t from, std::uint64_t down_to) {
     DescendingProbes value(probes.key(), h2, from);
     for (std::uint64_t j = from + 1; j-- > down_to; value.step_down()) {
       const std::uint64_t start = *table_start++ + fast_range(value.value(), rows) * width;
-      cell_starts[j] = start;
+      *cell_start++ = start;
       const std::uint64_t x = bits_from(bytes, start) & *phase_valid++;
       search.feed(x, (x | x << width) >> 1);
     }
@@ -175,8 +184,11 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
   if (live_ == 0) {
     for (std::uint32_t d = 0; d < k_; ++d) {
       const std::uint32_t index = (hash_index + k_ - d) % k_;
-      phase_of_index_[index] = (phase + d) % k_;
-      index_of_phase_[(phase + d) % k_] = index;
+      const std::uint32_t of = (phase + d) % k_;
+      phase_of_index_[index] = of;
+      index_of_phase_[of] = index;
+      wide_index_of_phase_[of] = index;
+      cubic_of_phase_[of] = kDescentOffsets[index].cubic;
     }
   } else if (hash_index >= k_ || index_of_phase_[phase] != hash_index) {
     throw FormatError("time-limited filter slices' hash indexes do not cycle: slice with hash index " +

@@ -190,8 +190,8 @@ const TimeLimitedFilter::RegionColumn* TimeLimitedFilter::rebuilt_region() const
   settle_region();
   const std::vector<ColumnSlice*>& newest = slices_by_position();
   for (std::uint32_t p = 0; p < params_.k; ++p) {
-    region_[p] = {newest[p], newest[p]->cells, newest[p]->hash_index};
-    region_slot_by_index_[newest[p]->hash_index] = newest[p]->slot;
+    region_[p] = {newest[p], newest[p]->cells};
+    region_slot_by_phase_[newest[p]->column % params_.k] = newest[p]->slot;
   }
   if (newest.size() > params_.k) newest[params_.k]->count_set_bits();  // the slice that left, if one did
   region_version_ = layout_version_;
@@ -319,8 +319,36 @@ bool TimeLimitedFilter::requests_cells_first() const noexcept {
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
   const KeyProbes probes(key, params_.k);
   LocatedRows located;
-  if (requests_cells_first()) prefetch_first_lines(probes, located);
+  if (requests_cells_first()) {
+    prefetch_first_lines(probes, located);
+  } else if (const std::int64_t now_ns = clamp(now); inserts_in_place(now_ns)) {
+    return test_and_insert_in_place(probes, now_ns);
+  }
   return test_and_insert_probes(probes, now, located);
+}
+
+// One segment in cache, and nothing to do before an insertion but setting bits: the validity and the
+// insertion region are current, and no reset, early generation end or slide is due.
+bool TimeLimitedFilter::inserts_in_place(std::int64_t now_ns) const noexcept {
+  return valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_ &&
+         region_version_ == layout_version_ && insertion_ready(now_ns);
+}
+
+// The query of one segment in cache (ColumnSegment::locate_any_run), then the insertion into the cells it
+// located, with no lookup in between.
+bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes, std::int64_t now_ns) {
+  latest_now_ns_ = now_ns;
+  std::array<std::uint64_t, detail::kMaxProbes> cell_starts;
+  const bool present = segments_.front()->locate_any_run(probes, valid_by_phase_.data(), cell_starts.data());
+  if (present && !refresh_on_duplicate_) return true;
+  set_region_bits(cell_starts.data());
+  count_insertion(now_ns);
+  return present;
+}
+
+void TimeLimitedFilter::set_region_bits(const std::uint64_t* cell_starts) {
+  std::uint64_t* cells = region_[0].cells;  // one segment: every slice's
+  for (std::uint32_t b = 0; b < params_.k; ++b) detail::set_cell_bit(cells, cell_starts[b] + region_slot_by_phase_[b]);
 }
 
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
@@ -361,7 +389,14 @@ void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std
   }
 }
 
-void TimeLimitedFilter::insert(const KeyProbes& probes, std::int64_t now_ns, const LocatedRows* located) {
+// No reset, early generation end or slide is due before an insertion at now_ns.
+bool TimeLimitedFilter::insertion_ready(std::int64_t now_ns) const noexcept {
+  return last_insert_ns_ != kUnstamped && elapsed(now_ns, last_insert_ns_) <= ttl_ns_ && generation_remaining_ > 0 &&
+         (generation_inserted_ == 0 || elapsed(now_ns, generation_start_ns_) <= long_generation_ns_);
+}
+
+void TimeLimitedFilter::prepare_insertion(std::int64_t now_ns) {
+  if (insertion_ready(now_ns)) return;
   if (last_insert_ns_ == kUnstamped) {
     reset(now_ns);  // the first insertion starts the clock
   } else if (elapsed(now_ns, last_insert_ns_) > ttl_ns_) {
@@ -371,14 +406,21 @@ void TimeLimitedFilter::insert(const KeyProbes& probes, std::int64_t now_ns, con
     end_generation_early();
   }
   if (generation_remaining_ == 0) slide(now_ns);
-  // After a slide, reset or early generation end above the cells are found again.
+}
+
+void TimeLimitedFilter::insert(const KeyProbes& probes, std::int64_t now_ns, const LocatedRows* located) {
+  prepare_insertion(now_ns);
+  // After a slide, reset or early generation end in prepare_insertion the cells are found again.
   const RegionColumn* region = region_columns();
   if (located != nullptr && segments_.size() == 1 && located_in(*segments_.front(), *located)) {
-    std::uint64_t* cells = region[0].cells;  // one segment: every slice's
-    for (std::uint32_t j = 0; j < params_.k; ++j) detail::set_cell_bit(cells, located->start[j] + region_slot_by_index_[j]);
+    set_region_bits(located->start.data());
   } else {
     for (std::uint32_t p = 0; p < params_.k; ++p) detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes.values()));
   }
+  count_insertion(now_ns);
+}
+
+void TimeLimitedFilter::count_insertion(std::int64_t now_ns) {
   ++region_inserted_;
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
   last_insert_ns_ = now_ns;

@@ -28,10 +28,12 @@ inline std::uint64_t second_probe_hash(KeyHash key) noexcept {
   return h2 | 1U;
 }
 
-// ProbeSequence's value from the sum before the mix.
+// ProbeSequence's value from the sum before the mix: (sum ^ sum >> kProbeMixShift) * kProbeMix.
+inline constexpr unsigned kProbeMixShift = 29;
+inline constexpr std::uint64_t kProbeMix = 0xbf58476d1ce4e5b9ULL;
 inline std::uint64_t mixed_probe(std::uint64_t sum) noexcept {
-  sum ^= sum >> 29;
-  return sum * 0xbf58476d1ce4e5b9ULL;
+  sum ^= sum >> kProbeMixShift;
+  return sum * kProbeMix;
 }
 
 inline Probes probes_by_differences(KeyHash key, std::uint32_t k) noexcept {

@@ -11,7 +11,8 @@
 // are grouped by phase c mod k: phase b has a table of M cells of w bits, cell r at bit r * w of the table,
 // bit s of it the row r of column s * k + b. A key's query loads one cell per hash index (one unaligned
 // 64-bit load each) and finds the runs of k consecutive columns among k small words (oldest_run); its
-// insertion sets one bit in each of the k newest columns' cells, the same cells.
+// insertion sets one bit in each of the k newest columns' cells, the same cells. A key's cells are listed
+// by phase (cell_starts[b] is its cell in phase b's table), the order the run search reads them in.
 #pragma once
 
 #include <cstddef>
@@ -74,7 +75,7 @@ class ColumnSegment {
     cells_[bit >> 6] |= mask;
     return was_clear;
   }
-  // The first bit of the key's cell for every hash index, in cell_starts[index]: found once per key, then
+  // The first bit of the key's cell in every phase table, in cell_starts[phase]: found once per key, then
   // used to request, match and set its cells.
   void locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept;
   // Requests the located cells.
@@ -85,9 +86,18 @@ class ColumnSegment {
   std::int64_t oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
   // Whether such a run exists (the same search without locating the oldest).
   bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
-  // locate() and any_run() in one pass over the phases, each probe value computed where its cell is read
-  // (DescendingProbes): one call per key on the single-call path in cache.
-  bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
+  // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), eight
+  // phases at a time (locate_any_run_vector); else one pass over the phases, each probe value computed
+  // where its cell is read (locate_any_run_scalar, DescendingProbes). Same answers and cells.
+  bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept {
+    return vector_query_ ? locate_any_run_vector(probes, valid, cell_starts)
+                         : locate_any_run_scalar(probes, valid, cell_starts);
+  }
+  bool locate_any_run_scalar(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
+  // Requires vector_query(): the CPU has AVX-512 F and DQ, the cells are narrow and the rows fewer than 2^32
+  // (column_segment_avx512.cc).
+  bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
+  bool vector_query() const noexcept { return vector_query_; }
   // `valid` by age rank (bit a of valid_by_age = the column of age rank a, oldest first) regrouped by phase,
   // into out[0..k).
   void valid_by_phase(const std::uint64_t* valid_by_age, std::uint64_t* out) const noexcept;
@@ -194,6 +204,10 @@ class ColumnSegment {
   std::vector<std::uint32_t> phase_of_index_;  // by hash index, once the first column is pushed
   std::vector<std::uint32_t> index_of_phase_;
   std::vector<std::uint64_t> table_start_;  // by phase: the first bit of its table
+  // By phase, for the vector query: the hash index j and (j^3 - j) / 6, its probe's sum less h1 + j h2.
+  std::vector<std::uint64_t> wide_index_of_phase_;
+  std::vector<std::uint64_t> cubic_of_phase_;
+  bool vector_query_ = false;
 };
 
 // Where a slice's bits lie: its ColumnSlice's fields that a test reads, also copied into a dense array for

@@ -140,6 +140,15 @@ class TimeLimitedFilter final : public Filter {
                               std::optional<Duration>* age = nullptr);
   Duration sighting_age(const detail::KeyProbes& probes, std::size_t oldest_window, std::int64_t now_ns) const;
   void insert(const detail::KeyProbes& probes, std::int64_t now_ns, const LocatedRows* located = nullptr);
+  // The reset, early generation end or slide due before an insertion at now_ns; none when insertion_ready.
+  bool insertion_ready(std::int64_t now_ns) const noexcept;
+  void prepare_insertion(std::int64_t now_ns);
+  // Sets the key's bits in the insertion region, its cells located in the one segment by phase.
+  void set_region_bits(const std::uint64_t* cell_starts);
+  // What an insertion counts once its bits are set: the region's insertions, the generation, the clock.
+  void count_insertion(std::int64_t now_ns);
+  bool inserts_in_place(std::int64_t now_ns) const noexcept;
+  bool test_and_insert_in_place(const detail::KeyProbes& probes, std::int64_t now_ns);
   void reset(std::int64_t now_ns);
   void end_generation_early();
   void slide(std::int64_t now_ns);
@@ -195,7 +204,7 @@ class TimeLimitedFilter final : public Filter {
   mutable std::uint64_t walk_version_ = ~std::uint64_t{0};
 
   // The insertion region (the k newest slices) as the insertion reads it: each slice's cells and bit in a
-  // cell, by position and (the slices of a region have distinct hash indexes) by hash index, rebuilt when
+  // cell, by position and (k consecutive columns have distinct phases) by phase, rebuilt when
   // the layout moves. An insertion only sets bits and counts into region_inserted_ instead of into k
   // slices; settle_region() adds the count to the slices (insertions, dirty) before anything reads those or
   // the region moves. A region slice's set_bits is counted from its column when it leaves the region (it
@@ -203,7 +212,6 @@ class TimeLimitedFilter final : public Filter {
   struct RegionColumn {
     detail::ColumnSlice* slice = nullptr;
     std::uint64_t* cells = nullptr;
-    std::uint32_t hash_index = 0;
   };
   const RegionColumn* region_columns() const;
   const RegionColumn* rebuilt_region() const;
@@ -212,7 +220,7 @@ class TimeLimitedFilter final : public Filter {
   mutable std::array<RegionColumn, detail::kMaxProbes> region_{};
   mutable std::uint64_t region_version_ = ~std::uint64_t{0};
   mutable std::uint64_t region_inserted_ = 0;
-  mutable std::array<std::uint32_t, detail::kMaxProbes> region_slot_by_index_{};
+  mutable std::array<std::uint32_t, detail::kMaxProbes> region_slot_by_phase_{};
 };
 
 }  // namespace bloomgate::filters
