@@ -229,14 +229,15 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::recomputed_valid_bits(std::
   valid_after_ns_ = std::numeric_limits<std::int64_t>::min();
   valid_until_ns_ = std::numeric_limits<std::int64_t>::max();
   valid_has_expired_unstamped_ = false;
-  std::size_t p = 0;
-  for (auto it = slices_.begin(); it != slices_.end(); ++it, ++p) {  // no deque index: it divides
-    const BitSlice& slice = *it;
+  std::size_t i = n;  // the bit of the slice, oldest first
+  for (const BitSlice& slice : slices_) {  // no deque index: it divides
+    --i;
+    // expired() as a deadline: an unstamped slice counts as stamped with the last insertion, and before
+    // the first insertion nothing expires.
     const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
     const std::int64_t deadline =
         stamp == kUnstamped ? std::numeric_limits<std::int64_t>::max() : saturating_add(stamp, ttl_ns_);
-    if (!expired(slice, now_ns)) {
-      const std::size_t i = n - 1 - p;
+    if (now_ns <= deadline) {
       valid_[i / 64] |= std::uint64_t{1} << (i % 64);
       valid_until_ns_ = std::min(valid_until_ns_, deadline);
     } else {
@@ -425,11 +426,12 @@ void TimeLimitedFilter::count_insertion(std::int64_t now_ns) {
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
   last_insert_ns_ = now_ns;
   ++generation_inserted_;
+  // The generation's last insertion stamps the slice leaving the region with now_ns, the time it counted
+  // as unstamped (last_insert_ns_): its validity and its deadline stay as the valid cache has them.
   if (--generation_remaining_ == 0) {
     BitSlice& leaving = slices_[params_.k - 1];
     leaving.stamp_ns = now_ns;
     leaving.generation_insertions = generation_inserted_;
-    ++layout_version_;
   }
 }
 
