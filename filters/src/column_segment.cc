@@ -146,19 +146,20 @@ std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const s
   return oldest;
 }
 
-// Column s * k + b's bits are bits s, s + w, s + 2w, ... of phase b's table: in word i, the bits of
-// `every_cell` (0, w, 2w, ...) moved up by (s - 64 i) mod w.
+// 64 rows of a table are w whole words, in which the column's bits lie at the same places in every block.
+void ColumnSegment::block_masks(std::uint32_t column, std::uint64_t* masks) const noexcept {
+  std::fill(masks, masks + width_, 0);
+  for (std::uint64_t i = 0, bit = slot_of(column); i < 64; ++i, bit += width_) masks[bit >> 6] |= std::uint64_t{1} << (bit & 63);
+}
+
 BLOOMGATE_TARGET_CLONES("popcnt", "default")
 std::uint64_t ColumnSegment::count_column(std::uint32_t column) const noexcept {
-  const std::uint64_t* table = cells_.data() + (column % k_) * table_words_;
-  std::uint64_t every_cell = 0;
-  for (std::uint32_t bit = 0; bit < 64; bit += width_) every_cell |= std::uint64_t{1} << bit;
-  const std::uint32_t drift = 64 % width_;
-  std::uint32_t offset = slot_of(column);
+  std::uint64_t masks[kMaxCellBits];
+  block_masks(column, masks);
+  const std::uint64_t* words = cells_.data() + (column % k_) * table_words_;
   std::uint64_t count = 0;
-  for (std::uint64_t i = 0; i < table_words_; ++i) {
-    count += static_cast<std::uint64_t>(std::popcount(table[i] & (every_cell << offset)));
-    offset = offset >= drift ? offset - drift : offset + width_ - drift;
+  for (std::uint64_t b = 0; b < blocks(); ++b, words += width_) {
+    for (std::uint32_t w = 0; w < width_; ++w) count += static_cast<std::uint64_t>(std::popcount(words[w] & masks[w]));
   }
   return count;
 }
@@ -202,14 +203,11 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
 // lie at the same places in every block, so each block is cleared with one mask per word.
 void ColumnSegment::pop() noexcept {
   const std::uint32_t column = oldest_;
-  std::uint64_t keep[kMaxCellBits];
-  std::fill(keep, keep + width_, ~std::uint64_t{0});
-  for (std::uint64_t i = 0, bit = slot_of(column); i < 64; ++i, bit += width_) {
-    keep[bit >> 6] &= ~(std::uint64_t{1} << (bit & 63));
-  }
+  std::uint64_t masks[kMaxCellBits];
+  block_masks(column, masks);
   std::uint64_t* words = cells_.data() + (column % k_) * table_words_;
   for (std::uint64_t b = 0; b < blocks(); ++b, words += width_) {
-    for (std::uint32_t w = 0; w < width_; ++w) words[w] &= keep[w];
+    for (std::uint32_t w = 0; w < width_; ++w) words[w] &= ~masks[w];
   }
   oldest_ = (oldest_ + 1) % columns_;
   --live_;

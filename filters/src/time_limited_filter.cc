@@ -226,25 +226,32 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now
 const std::vector<std::uint64_t>& TimeLimitedFilter::recomputed_valid_bits(std::int64_t now_ns) const {
   const std::size_t n = slices_.size();
   valid_.assign((n + 63) / 64 + 1, 0);
-  valid_after_ns_ = std::numeric_limits<std::int64_t>::min();
-  valid_until_ns_ = std::numeric_limits<std::int64_t>::max();
-  valid_has_expired_unstamped_ = false;
+  // Locals, not the members: the loop's stores into valid_ would make the compiler store them every turn.
+  std::uint64_t* valid = valid_.data();
+  std::int64_t after = std::numeric_limits<std::int64_t>::min();
+  std::int64_t until = std::numeric_limits<std::int64_t>::max();
+  bool expired_unstamped = false;
+  const std::int64_t last_insert = last_insert_ns_;
+  const std::int64_t ttl = ttl_ns_;
   std::size_t i = n;  // the bit of the slice, oldest first
-  for (const BitSlice& slice : slices_) {  // no deque index: it divides
+  for (const ColumnSlice* by_position : slices_by_position()) {
+    const BitSlice& slice = *by_position;
     --i;
     // expired() as a deadline: an unstamped slice counts as stamped with the last insertion, and before
     // the first insertion nothing expires.
-    const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
-    const std::int64_t deadline =
-        stamp == kUnstamped ? std::numeric_limits<std::int64_t>::max() : saturating_add(stamp, ttl_ns_);
+    const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert;
+    const std::int64_t deadline = stamp == kUnstamped ? std::numeric_limits<std::int64_t>::max() : saturating_add(stamp, ttl);
     if (now_ns <= deadline) {
-      valid_[i / 64] |= std::uint64_t{1} << (i % 64);
-      valid_until_ns_ = std::min(valid_until_ns_, deadline);
+      valid[i / 64] |= std::uint64_t{1} << (i % 64);
+      until = std::min(until, deadline);
     } else {
-      valid_after_ns_ = std::max(valid_after_ns_, deadline);
-      valid_has_expired_unstamped_ |= slice.stamp_ns == kUnstamped;
+      after = std::max(after, deadline);
+      expired_unstamped |= slice.stamp_ns == kUnstamped;
     }
   }
+  valid_after_ns_ = after;
+  valid_until_ns_ = until;
+  valid_has_expired_unstamped_ = expired_unstamped;
   valid_version_ = layout_version_;
   valid_by_phase_.assign(params_.k, 0);
   if (segments_.size() == 1) segments_.front()->valid_by_phase(valid_.data(), valid_by_phase_.data());

@@ -185,6 +185,8 @@ class ColumnSegment {
   std::uint64_t down_a_slot(std::uint64_t cells) const noexcept {
     return (cells >> 1) | ((cells & 1U) << (width_ - 1));
   }
+  // The bits of `column` in the w words of any 64-row block of its phase table, into masks[0..w).
+  void block_masks(std::uint32_t column, std::uint64_t* masks) const noexcept;
   // out[c] = word `block` of column c (rows 64 block .. 64 block + 63), for every column.
   void read_block(std::uint64_t block, std::uint64_t* out) const noexcept;
   // ORs in[c] into word `block` of column c, for the columns whose phase bit is set in `phases`.
