@@ -44,6 +44,18 @@ constexpr std::uint64_t kRequestCellsFirstBits = std::uint64_t{1} << 26;
 // instead of overlapping (docs/decisions/tlbf-rows-in-lines.md).
 constexpr std::size_t kRowBatchLookahead = 1;
 
+// Bit i + count of `words` to bit i (zeros come in at the top).
+void shift_bits_down(std::vector<std::uint64_t>& words, std::size_t count) {
+  const std::size_t skip = std::min(count / 64, words.size());
+  words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(skip));
+  words.resize(words.size() + skip, 0);
+  const unsigned shift = count % 64;
+  if (shift == 0) return;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    words[i] = (words[i] >> shift) | (i + 1 < words.size() ? words[i + 1] << (64 - shift) : 0);
+  }
+}
+
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
   std::int64_t out;
   if (__builtin_add_overflow(a, b, &out)) return b > 0 ? std::numeric_limits<std::int64_t>::max() : kUnstamped;
@@ -455,6 +467,7 @@ void TimeLimitedFilter::end_generation_early() {
 // The slide (docs/filters.md, "Insertion, generations and slides"): measure the rate, retire the expired
 // tail, shift or grow, install a new slice sized for the target rate, then size the next generation.
 void TimeLimitedFilter::slide(std::int64_t now_ns) {
+  const SlideStart start = slide_start(now_ns);
   settle_region();
   const std::uint64_t target = target_generation_size();
   retire_expired_tail(now_ns);
@@ -469,6 +482,39 @@ void TimeLimitedFilter::slide(std::int64_t now_ns) {
   generation_size_ = generation_remaining_ = next_generation_size();
   generation_inserted_ = 0;
   generation_start_ns_ = now_ns;
+  carry_valid_across(start);
+}
+
+TimeLimitedFilter::SlideStart TimeLimitedFilter::slide_start(std::int64_t now_ns) const noexcept {
+  const bool one_segment = segments_.size() == 1;
+  return {valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_ && one_segment,
+          one_segment ? segments_.front().get() : nullptr, one_segment ? segments_.front()->columns() : 0, slices_.size(),
+          slices_.back().column};
+}
+
+// A slide in one segment that neither grew nor moved drops the oldest slices (the oldest columns of the ring,
+// from start.oldest_column on) and adds one, valid (unstamped, and a slide comes at most T after the last
+// insertion). The valid cache follows without a recompute: the other slices keep their validity, and its
+// bounds stay safe (the new slice's deadline, the last insertion's plus T, is the latest; a dropped slice's
+// deadline leaves valid_until_ns_ at most earlier than it could be, which recomputes sooner).
+void TimeLimitedFilter::carry_valid_across(const SlideStart& start) {
+  if (!start.valid_current || segments_.size() != 1 || segments_.front().get() != start.segment ||
+      start.segment->columns() != start.columns) {
+    return;
+  }
+  const std::size_t n = slices_.size();
+  const std::size_t dropped = start.slices + 1 - n;
+  shift_bits_down(valid_, dropped);
+  valid_.resize(std::max(valid_.size(), (n + 63) / 64 + 1), 0);
+  valid_[(n - 1) / 64] |= std::uint64_t{1} << ((n - 1) % 64);
+  const std::uint32_t ring = start.columns + 1;
+  const auto mark = [&](std::uint32_t column, bool valid) {
+    const std::uint64_t bit = std::uint64_t{1} << (column / params_.k);
+    valid_by_phase_[column % params_.k] = valid ? valid_by_phase_[column % params_.k] | bit : valid_by_phase_[column % params_.k] & ~bit;
+  };
+  for (std::size_t i = 0; i < dropped; ++i) mark(static_cast<std::uint32_t>((start.oldest_column + i) % ring), false);
+  mark(slices_.front().column, true);
+  valid_version_ = layout_version_;
 }
 
 // The target generation (docs/filters.md): ceil(rate * T / l) + 1. The reference measures the rate over the generation

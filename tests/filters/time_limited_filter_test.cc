@@ -128,6 +128,28 @@ TEST(TimeLimitedFilter, ExpiredKeysFadeOutToTheFalsePositiveRate) {
   EXPECT_LE(static_cast<double>(gone_present) / static_cast<double>(gone), 0.011);
 }
 
+// A slide carries the filter's validity cache forward instead of recomputing it (time_limited_filter.cc,
+// carry_valid_across): every few hundred keys of a steady stream, through about 300 slides and expiries,
+// the filter answers like a copy deserialized from it, which computes its validity afresh. The keys asked
+// span the whole history, so expired, fading and valid slices are all read. Seed 42.
+TEST(TimeLimitedFilter, ASlideKeepsTheValidityACopyComputesAfresh) {
+  TimeLimitedFilter filter(tlbf_options(0.01, seconds(10), 5'000));
+  std::vector<std::uint64_t> inserted;
+  TimePoint last = kStart;
+  run_stream({{seconds(30), 500}}, 0.3, 1000, true, 42, kStart, [&](std::uint64_t key, TimePoint now) {
+    filter.test_and_insert(key_name(key), now);
+    inserted.push_back(key);
+    last = now;
+    if (inserted.size() % 397 != 0) return;
+    const auto copy = deserialize(serialize(filter));
+    for (std::size_t i = 0; i < inserted.size(); i += 7) {
+      ASSERT_EQ(filter.contains(key_name(inserted[i]), now), copy->contains(key_name(inserted[i]), now))
+          << "key " << i << " of " << inserted.size();
+    }
+  });
+  EXPECT_GT(filter.stats(last).slices, filter.params().k + filter.params().l - 1);
+}
+
 // A filter whose segment is out of the caches (8 MiB of tables and more) requests every cell of a key before
 // it reads any, then searches them (time_limited_filter.cc): the same answers as the one-pass query. Fewer
 // keys than a generation, so the filter stays one segment; keys 0.. and fresh keys from 10^9 on.

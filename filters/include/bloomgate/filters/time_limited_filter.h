@@ -148,6 +148,16 @@ class TimeLimitedFilter final : public Filter {
   // What an insertion counts once its bits are set: the region's insertions, the generation, the clock.
   void count_insertion(std::int64_t now_ns);
   bool inserts_in_place(std::int64_t now_ns) const noexcept;
+  // What a slide changes of the valid cache, when it was current and the slide stays in one segment.
+  struct SlideStart {
+    bool valid_current = false;
+    const detail::ColumnSegment* segment = nullptr;
+    std::uint32_t columns = 0;  // the segment's columns() before the slide
+    std::size_t slices = 0;
+    std::uint32_t oldest_column = 0;
+  };
+  SlideStart slide_start(std::int64_t now_ns) const noexcept;
+  void carry_valid_across(const SlideStart& start);
   bool test_and_insert_in_place(const detail::KeyProbes& probes, std::int64_t now_ns);
   void reset(std::int64_t now_ns);
   void end_generation_early();
