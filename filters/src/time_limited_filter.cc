@@ -205,14 +205,16 @@ const TimeLimitedFilter::RegionColumn* TimeLimitedFilter::rebuilt_region() const
     region_[p] = {newest[p], newest[p]->cells};
     region_slot_by_phase_[newest[p]->column % params_.k] = newest[p]->slot;
   }
-  if (newest.size() > params_.k) newest[params_.k]->count_set_bits();  // the slice that left, if one did
+  if (newest.size() > params_.k) newest[params_.k]->set_bits_counted = false;  // the slice that left, if one did
   region_version_ = layout_version_;
   return region_.data();
 }
 
-void TimeLimitedFilter::count_region_bits() const {
+void TimeLimitedFilter::count_set_bits() const {
   const std::vector<ColumnSlice*>& newest = slices_by_position();
-  for (std::uint32_t p = 0; p < params_.k && p < newest.size(); ++p) newest[p]->count_set_bits();
+  for (std::size_t p = 0; p < newest.size(); ++p) {
+    if (p < params_.k || !newest[p]->set_bits_counted) newest[p]->count_set_bits();
+  }
 }
 
 // The region's slices are still alive here: slices leave from the oldest end, never below k + l, and
@@ -650,7 +652,7 @@ std::uint64_t TimeLimitedFilter::elements_in_window(std::int64_t now_ns) const {
 
 FilterStats TimeLimitedFilter::stats(TimePoint now) const {
   settle_region();
-  count_region_bits();
+  count_set_bits();
   const std::int64_t now_ns = clamp(now);
   FilterStats s;
   s.type = type();

@@ -112,7 +112,7 @@ SnapshotHeader parse_header(const Record& header) {
 
 std::optional<FilterSnapshot> TimeLimitedFilter::snapshot() const {
   settle_region();
-  count_region_bits();
+  count_set_bits();
   if (segments_.size() != 1 || segments_.front()->rows() < kMinSnapshotRows || slices_.empty()) {
     return std::nullopt;
   }

@@ -241,9 +241,11 @@ struct ColumnSlice : BitSlice {
   std::uint32_t width = 1;  // the segment's cell width
   std::uint32_t column = 0;
   std::uint32_t slot = 0;   // its bit in a cell
-  // The column's set bits, counted by count_set_bits(): the filter counts a slice when it leaves the
-  // insertion region and the region's slices before a reader (TimeLimitedFilter, "The insertion region").
+  // The column's set bits, counted by count_set_bits(): the filter counts the region's slices, and a slice
+  // that left the region once (set_bits_counted false until then), before a reader (TimeLimitedFilter,
+  // "The insertion region").
   std::uint64_t set_bits = 0;
+  bool set_bits_counted = true;
 
   void place(ColumnSegment* in, std::uint32_t at) noexcept {
     segment = in;
@@ -257,7 +259,10 @@ struct ColumnSlice : BitSlice {
   std::uint64_t cell_of(const Probes& probes) const noexcept { return place_of_bits().bit_of(probes); }
   bool test(const Probes& probes) const noexcept { return place_of_bits().holds(probes); }
   void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[cell_of(probes) >> 6]); }
-  void count_set_bits() noexcept { set_bits = segment->count_column(column); }
+  void count_set_bits() noexcept {
+    set_bits = segment->count_column(column);
+    set_bits_counted = true;
+  }
   double measured_fill() const noexcept {
     return bits == 0 ? 0.0 : static_cast<double>(set_bits) / static_cast<double>(bits);
   }

@@ -217,8 +217,9 @@ class TimeLimitedFilter final : public Filter {
   // cell, by position and (k consecutive columns have distinct phases) by phase, rebuilt when
   // the layout moves. An insertion only sets bits and counts into region_inserted_ instead of into k
   // slices; settle_region() adds the count to the slices (insertions, dirty) before anything reads those or
-  // the region moves. A region slice's set_bits is counted from its column when it leaves the region (it
-  // is then at position k) and, while it is in it, by count_region_bits() for the readers (stats, snapshot).
+  // the region moves. The readers (stats, snapshot) count a slice's set_bits from its column with
+  // count_set_bits(): the region's slices every time, a slice that left the region (it is then at position k,
+  // marked uncounted) once, as its bits no longer change.
   struct RegionColumn {
     detail::ColumnSlice* slice = nullptr;
     std::uint64_t* cells = nullptr;
@@ -226,7 +227,7 @@ class TimeLimitedFilter final : public Filter {
   const RegionColumn* region_columns() const;
   const RegionColumn* rebuilt_region() const;
   void settle_region() const;
-  void count_region_bits() const;
+  void count_set_bits() const;
   mutable std::array<RegionColumn, detail::kMaxProbes> region_{};
   mutable std::uint64_t region_version_ = ~std::uint64_t{0};
   mutable std::uint64_t region_inserted_ = 0;
