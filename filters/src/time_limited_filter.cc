@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
 #include <memory>
 #include <span>
@@ -239,6 +240,8 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now
 
 const std::vector<std::uint64_t>& TimeLimitedFilter::recomputed_valid_bits(std::int64_t now_ns) const {
   const std::size_t n = slices_.size();
+  const bool time_alone = valid_version_ == layout_version_ && segments_.size() == 1;  // only `now` moved
+  previous_valid_.swap(valid_);
   valid_.assign((n + 63) / 64 + 1, 0);
   // Locals, not the members: the loop's stores into valid_ would make the compiler store them every turn.
   std::uint64_t* valid = valid_.data();
@@ -267,9 +270,25 @@ const std::vector<std::uint64_t>& TimeLimitedFilter::recomputed_valid_bits(std::
   valid_until_ns_ = until;
   valid_has_expired_unstamped_ = expired_unstamped;
   valid_version_ = layout_version_;
-  valid_by_phase_.assign(params_.k, 0);
-  if (segments_.size() == 1) segments_.front()->valid_by_phase(valid_.data(), valid_by_phase_.data());
+  if (time_alone) {
+    flip_changed_by_phase();
+  } else {
+    valid_by_phase_.assign(params_.k, 0);
+    if (segments_.size() == 1) segments_.front()->valid_by_phase(valid_.data(), valid_by_phase_.data());
+  }
   return valid_;
+}
+
+// The slices whose validity the time changed (usually the oldest valid one) flip their bit by phase.
+void TimeLimitedFilter::flip_changed_by_phase() const {
+  const ColumnSegment& segment = *segments_.front();
+  for (std::size_t w = 0; w < valid_.size() && w < previous_valid_.size(); ++w) {
+    for (std::uint64_t changed = valid_[w] ^ previous_valid_[w]; changed != 0; changed &= changed - 1) {
+      const auto age = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(changed)));
+      const std::uint32_t column = segment.column_of_age(age);
+      valid_by_phase_[column % params_.k] ^= std::uint64_t{1} << (column / params_.k);
+    }
+  }
 }
 
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {

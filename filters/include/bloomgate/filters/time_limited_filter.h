@@ -202,8 +202,12 @@ class TimeLimitedFilter final : public Filter {
   mutable std::int64_t valid_after_ns_ = 0;
   mutable std::int64_t valid_until_ns_ = 0;
   mutable bool valid_has_expired_unstamped_ = false;
-  // valid_ regrouped by the phase tables of the one segment (ColumnSegment::valid_by_phase), k words.
+  // valid_ regrouped by the phase tables of the one segment (ColumnSegment::valid_by_phase), k words. When
+  // only the time moved, the recompute flips the bits of the slices whose validity changed
+  // (flip_changed_by_phase, against previous_valid_, the cache before).
   mutable std::vector<std::uint64_t> valid_by_phase_;
+  mutable std::vector<std::uint64_t> previous_valid_;
+  void flip_changed_by_phase() const;
   // slices_ by position (0 = newest) at by_position_version_: the insertion and the walk read them without
   // the deque.
   mutable std::vector<detail::ColumnSlice*> by_position_;
