@@ -25,8 +25,13 @@ std::uint64_t bits_at(const std::uint64_t* src, std::uint64_t bit) noexcept {
   return (p[0] >> shift) | ((p[1] << 1) << (63 - shift));
 }
 
+// AVX-512 F and DQ (their registers saved by the OS included, which GCC's check asks of the CPU's XCR0).
+// __builtin_cpu_init first: a segment built by a static initializer may run before libgcc's own.
 bool cpu_has_vector_query() noexcept {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  }();
   return has;
 }
 
