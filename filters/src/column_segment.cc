@@ -204,8 +204,7 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
   return column;
 }
 
-// One bit per row, once per generation: 64 rows of a table are w whole words, in which the column's bits
-// lie at the same places in every block, so each block is cleared with one mask per word.
+// One bit per row, once per generation: each block cleared with one mask per word (block_masks).
 void ColumnSegment::pop() noexcept {
   const std::uint32_t column = oldest_;
   std::uint64_t masks[kMaxCellBits];

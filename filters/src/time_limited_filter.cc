@@ -530,8 +530,9 @@ void TimeLimitedFilter::carry_valid_across(const SlideStart& start) {
   valid_[(n - 1) / 64] |= std::uint64_t{1} << ((n - 1) % 64);
   const std::uint32_t ring = start.columns + 1;
   const auto mark = [&](std::uint32_t column, bool valid) {
+    std::uint64_t& phase_word = valid_by_phase_[column % params_.k];
     const std::uint64_t bit = std::uint64_t{1} << (column / params_.k);
-    valid_by_phase_[column % params_.k] = valid ? valid_by_phase_[column % params_.k] | bit : valid_by_phase_[column % params_.k] & ~bit;
+    phase_word = valid ? phase_word | bit : phase_word & ~bit;
   };
   for (std::size_t i = 0; i < dropped; ++i) mark(static_cast<std::uint32_t>((start.oldest_column + i) % ring), false);
   mark(slices_.front().column, true);
