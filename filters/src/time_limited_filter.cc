@@ -169,7 +169,11 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
     any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data());
   }
   if (!any || !oldest) return any ? 0 : -1;
-  const std::int64_t age = segment.oldest_run(located->start.data(), valid_by_phase_.data());
+  return window_of_run(segment.oldest_run(located->start.data(), valid_by_phase_.data()));
+}
+
+// The position of the window whose oldest slice has age rank `age` (ColumnSegment::oldest_run), or -1.
+std::int64_t TimeLimitedFilter::window_of_run(std::int64_t age) const noexcept {
   return age < 0 ? -1 : static_cast<std::int64_t>(slices_.size()) - static_cast<std::int64_t>(params_.k) - age;
 }
 
@@ -375,12 +379,18 @@ bool TimeLimitedFilter::inserts_in_place(std::int64_t now_ns) const noexcept {
          region_version_ == layout_version_ && insertion_ready(now_ns);
 }
 
-// The query of one segment in cache (ColumnSegment::locate_any_run), then the insertion into the cells it
-// located, with no lookup in between.
-bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes, std::int64_t now_ns) {
+// The query of one segment in cache (ColumnSegment::locate_any_run), the sighting's age when asked and the
+// key is present, then the insertion into the cells it located, with no lookup in between.
+bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes, std::int64_t now_ns,
+                                                 std::optional<Duration>* age) {
   latest_now_ns_ = now_ns;
   std::array<std::uint64_t, detail::kMaxProbes> cell_starts;
-  const bool present = segments_.front()->locate_any_run(probes, valid_by_phase_.data(), cell_starts.data());
+  const ColumnSegment& segment = *segments_.front();
+  const bool present = segment.locate_any_run(probes, valid_by_phase_.data(), cell_starts.data());
+  if (present && age != nullptr) {
+    const std::int64_t window = window_of_run(segment.oldest_run(cell_starts.data(), valid_by_phase_.data()));
+    *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);
+  }
   if (present && !refresh_on_duplicate_) return true;
   set_region_bits(cell_starts.data());
   count_insertion(now_ns);
@@ -395,8 +405,13 @@ void TimeLimitedFilter::set_region_bits(const std::uint64_t* cell_starts) {
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
   const KeyProbes probes(key, params_.k);
   LocatedRows located;
-  if (requests_cells_first()) prefetch_first_lines(probes, located);
   Sighting sighting;
+  if (requests_cells_first()) {
+    prefetch_first_lines(probes, located);
+  } else if (const std::int64_t now_ns = clamp(now); inserts_in_place(now_ns)) {
+    sighting.present = test_and_insert_in_place(probes, now_ns, &sighting.age);
+    return sighting;
+  }
   sighting.present = test_and_insert_probes(probes, now, located, &sighting.age);
   return sighting;
 }

@@ -158,7 +158,9 @@ class TimeLimitedFilter final : public Filter {
   };
   SlideStart slide_start(std::int64_t now_ns) const noexcept;
   void carry_valid_across(const SlideStart& start);
-  bool test_and_insert_in_place(const detail::KeyProbes& probes, std::int64_t now_ns);
+  bool test_and_insert_in_place(const detail::KeyProbes& probes, std::int64_t now_ns,
+                                std::optional<Duration>* age = nullptr);
+  std::int64_t window_of_run(std::int64_t age) const noexcept;
   void reset(std::int64_t now_ns);
   void end_generation_early();
   void slide(std::int64_t now_ns);
