@@ -50,17 +50,15 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       cell_mask_(low_bits(width_)),
       table_words_(blocks() * width_),
       cells_(static_cast<std::size_t>(k) * table_words_ + 1),
-      phase_of_index_(k, 0),
       index_of_phase_(k, 0),
       table_start_(k),
-      wide_index_of_phase_(k, 0),
       cubic_of_phase_(k, 0),
       vector_query_(cpu_has_vector_query() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits) {
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
 }
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {
-  for (std::uint32_t b = 0; b < k_; ++b) cell_starts[b] = table_start_[b] + row_of(probes, index_of_phase_[b]) * width_;
+  for (std::uint32_t b = 0; b < k_; ++b) cell_starts[b] = table_start_[b] + row_of(probes, static_cast<std::uint32_t>(index_of_phase_[b])) * width_;
 }
 
 void ColumnSegment::prefetch(const std::uint64_t* cell_starts) const noexcept {
@@ -191,9 +189,7 @@ std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
     for (std::uint32_t d = 0; d < k_; ++d) {
       const std::uint32_t index = (hash_index + k_ - d) % k_;
       const std::uint32_t of = (phase + d) % k_;
-      phase_of_index_[index] = of;
       index_of_phase_[of] = index;
-      wide_index_of_phase_[of] = index;
       cubic_of_phase_[of] = kDescentOffsets[index].cubic;
     }
   } else if (hash_index >= k_ || index_of_phase_[phase] != hash_index) {
@@ -219,7 +215,7 @@ void ColumnSegment::pop() noexcept {
 
 std::unique_ptr<ColumnSegment> ColumnSegment::repacked(std::uint32_t slices) const {
   auto out = std::make_unique<ColumnSegment>(rows_, slices, k_);
-  for (std::uint32_t age = 0; age < live_; ++age) out->push(index_of_phase_[column_of_age(age) % k_]);
+  for (std::uint32_t age = 0; age < live_; ++age) out->push(static_cast<std::uint32_t>(index_of_phase_[column_of_age(age) % k_]));
   std::vector<std::uint64_t> mine(columns_);
   std::vector<std::uint64_t> theirs(out->columns_, 0);
   for (std::uint64_t b = 0; b < blocks(); ++b) {

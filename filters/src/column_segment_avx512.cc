@@ -41,7 +41,7 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
   alignas(64) std::uint64_t x_down[kMaxProbes];
   for (std::uint32_t b = 0; b < k_; b += 8) {
     const auto lanes = static_cast<__mmask8>(k_ - b >= 8 ? 0xFFU : (1U << (k_ - b)) - 1);
-    const __m512i j = _mm512_maskz_loadu_epi64(lanes, wide_index_of_phase_.data() + b);
+    const __m512i j = _mm512_maskz_loadu_epi64(lanes, index_of_phase_.data() + b);
     const __m512i cubic = _mm512_maskz_loadu_epi64(lanes, cubic_of_phase_.data() + b);
     const __m512i sum = _mm512_add_epi64(_mm512_add_epi64(h1, cubic), _mm512_mullo_epi64(j, h2));
     const __m512i value = _mm512_mullo_epi64(_mm512_xor_si512(sum, _mm512_srli_epi64(sum, kProbeMixShift)), mix);

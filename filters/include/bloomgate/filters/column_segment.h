@@ -203,11 +203,11 @@ class ColumnSegment {
   // The k tables, then one word of padding for the unaligned loads. A 256 MiB segment on small pages adds
   // a page walk to every cell read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
   ZeroedWords cells_;
-  std::vector<std::uint32_t> phase_of_index_;  // by hash index, once the first column is pushed
-  std::vector<std::uint32_t> index_of_phase_;
+  // By phase, once the first column is pushed: the phase's hash index (64-bit: the vector query loads it
+  // as lanes).
+  std::vector<std::uint64_t> index_of_phase_;
   std::vector<std::uint64_t> table_start_;  // by phase: the first bit of its table
-  // By phase, for the vector query: the hash index j and (j^3 - j) / 6, its probe's sum less h1 + j h2.
-  std::vector<std::uint64_t> wide_index_of_phase_;
+  // By phase, for the vector query: (j^3 - j) / 6 of the phase's hash index j, its probe's sum less h1 + j h2.
   std::vector<std::uint64_t> cubic_of_phase_;
   bool vector_query_ = false;
 };
