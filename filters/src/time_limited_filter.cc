@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
-#include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -12,6 +10,7 @@
 #include "bloomgate/filters/bit_slice.h"
 #include "bloomgate/filters/tlbf_sizing.h"
 #include "tlbf_probes.h"
+#include "tlbf_time.h"
 
 namespace bloomgate::filters {
 namespace {
@@ -21,20 +20,10 @@ using detail::ColumnSegment;
 using detail::ColumnSlice;
 using detail::kUnstamped;
 using detail::KeyProbes;
+using detail::elapsed;
 
 constexpr std::uint64_t kDefaultMaxSliceBits = 1ULL << 33;
 constexpr std::uint64_t kDefaultMaxGeneration = 1ULL << 32;
-// Completed generations the target generation's rate estimate averages over: at least kRateWindow, and
-// more while they hold fewer than kMinRateInsertions insertions and span at most T / kMaxRateSpanPerTtl.
-// Small filters' generations are small, and a rate counted over 8 of them is noisy enough to make the slice
-// sizes jump past the segment's and open segments (docs/decisions/tlbf-phase-tables.md, "Sizes").
-constexpr std::size_t kRateWindow = 8;
-constexpr double kMinRateInsertions = 1024;
-constexpr std::int64_t kMaxRateSpanPerTtl = 4;
-// The target generation may grow at most this much per slide: events sharing one timestamp make the
-// measured duration ~0 and the rate estimate unbounded, which would otherwise size gigantic slices.
-// 4x per slide follows a 100x rate jump within four rounds of k generations.
-constexpr double kMaxGenerationGrowth = 4;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;
 // A segment of at least this many bits (8 MiB) is mostly out of the caches: there a query requests all k of
@@ -44,33 +33,6 @@ constexpr std::uint64_t kRequestCellsFirstBits = std::uint64_t{1} << 26;
 // A batch requests the cells of the next key only: more keys' requests in flight wait for the miss buffers
 // instead of overlapping (docs/decisions/tlbf-rows-in-lines.md).
 constexpr std::size_t kRowBatchLookahead = 1;
-
-// Bit i + count of `words` to bit i (zeros come in at the top).
-void shift_bits_down(std::vector<std::uint64_t>& words, std::size_t count) {
-  const std::size_t skip = std::min(count / 64, words.size());
-  words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(skip));
-  words.resize(words.size() + skip, 0);
-  const unsigned shift = count % 64;
-  if (shift == 0) return;
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    words[i] = (words[i] >> shift) | (i + 1 < words.size() ? words[i + 1] << (64 - shift) : 0);
-  }
-}
-
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t out;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? std::numeric_limits<std::int64_t>::max() : kUnstamped;
-  return out;
-}
-
-// now - then without signed overflow, saturating at the int64 range.
-std::int64_t elapsed(std::int64_t now, std::int64_t then) noexcept {
-  std::int64_t out;
-  if (__builtin_sub_overflow(now, then, &out)) {
-    return now > then ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -126,12 +88,8 @@ std::int64_t TimeLimitedFilter::clamp(TimePoint now) const noexcept {
   return std::max(to_epoch_nanos(now), latest_now_ns_);
 }
 
-// A slice still being written counts as stamped with the last insertion, so an idle filter
-// forgets its current generation like every other.
 bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) const noexcept {
-  const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert_ns_;
-  if (stamp == kUnstamped) return false;
-  return elapsed(now_ns, stamp) > ttl_ns_;
+  return now_ns > detail::expiry_deadline(slice.stamp_ns, last_insert_ns_, ttl_ns_);
 }
 
 bool TimeLimitedFilter::contains_at(const KeyProbes& probes, std::int64_t now_ns) const {
@@ -234,67 +192,6 @@ void TimeLimitedFilter::settle_region() const {
   region_inserted_ = 0;
 }
 
-// Recomputed when the layout changed or `now` left the span over which no slice changes state.
-const std::vector<std::uint64_t>& TimeLimitedFilter::valid_bits(std::int64_t now_ns) const {
-  if (valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_) [[likely]] {
-    return valid_;
-  }
-  return recomputed_valid_bits(now_ns);
-}
-
-const std::vector<std::uint64_t>& TimeLimitedFilter::recomputed_valid_bits(std::int64_t now_ns) const {
-  const std::size_t n = slices_.size();
-  const bool time_alone = valid_version_ == layout_version_ && segments_.size() == 1;  // only `now` moved
-  previous_valid_.swap(valid_);
-  valid_.assign((n + 63) / 64 + 1, 0);
-  // Locals, not the members: the loop's stores into valid_ would make the compiler store them every turn.
-  std::uint64_t* valid = valid_.data();
-  std::int64_t after = std::numeric_limits<std::int64_t>::min();
-  std::int64_t until = std::numeric_limits<std::int64_t>::max();
-  bool expired_unstamped = false;
-  const std::int64_t last_insert = last_insert_ns_;
-  const std::int64_t ttl = ttl_ns_;
-  std::size_t i = n;  // the bit of the slice, oldest first
-  for (const ColumnSlice* by_position : slices_by_position()) {
-    const BitSlice& slice = *by_position;
-    --i;
-    // expired() as a deadline: an unstamped slice counts as stamped with the last insertion, and before
-    // the first insertion nothing expires.
-    const std::int64_t stamp = slice.stamp_ns != kUnstamped ? slice.stamp_ns : last_insert;
-    const std::int64_t deadline = stamp == kUnstamped ? std::numeric_limits<std::int64_t>::max() : saturating_add(stamp, ttl);
-    if (now_ns <= deadline) {
-      valid[i / 64] |= std::uint64_t{1} << (i % 64);
-      until = std::min(until, deadline);
-    } else {
-      after = std::max(after, deadline);
-      expired_unstamped |= slice.stamp_ns == kUnstamped;
-    }
-  }
-  valid_after_ns_ = after;
-  valid_until_ns_ = until;
-  valid_has_expired_unstamped_ = expired_unstamped;
-  valid_version_ = layout_version_;
-  if (time_alone) {
-    flip_changed_by_phase();
-  } else {
-    valid_by_phase_.assign(params_.k, 0);
-    if (segments_.size() == 1) segments_.front()->valid_by_phase(valid_.data(), valid_by_phase_.data());
-  }
-  return valid_;
-}
-
-// The slices whose validity the time changed (usually the oldest valid one) flip their bit by phase.
-void TimeLimitedFilter::flip_changed_by_phase() const {
-  const ColumnSegment& segment = *segments_.front();
-  for (std::size_t w = 0; w < valid_.size() && w < previous_valid_.size(); ++w) {
-    for (std::uint64_t changed = valid_[w] ^ previous_valid_[w]; changed != 0; changed &= changed - 1) {
-      const auto age = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(changed)));
-      const std::uint32_t column = segment.column_of_age(age);
-      valid_by_phase_[column % params_.k] ^= std::uint64_t{1} << (column / params_.k);
-    }
-  }
-}
-
 bool TimeLimitedFilter::contains(KeyHash key, TimePoint now) const {
   return contains_at(KeyProbes(key, params_.k), clamp(now));
 }
@@ -361,22 +258,31 @@ bool TimeLimitedFilter::requests_cells_first() const noexcept {
   return segments_.size() > 1 || segments_.front()->storage_bits() >= kRequestCellsFirstBits;
 }
 
-bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) {
+bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) { return test_and_insert_key(key, now, nullptr); }
+
+Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
+  Sighting sighting;
+  sighting.present = test_and_insert_key(key, now, &sighting.age);
+  return sighting;
+}
+
+// The one-call path: the cells requested first (out of the caches, several segments), or the in-place
+// path when it applies, else the query and then the insertion.
+bool TimeLimitedFilter::test_and_insert_key(KeyHash key, TimePoint now, std::optional<Duration>* age) {
   const KeyProbes probes(key, params_.k);
   LocatedRows located;
   if (requests_cells_first()) {
     prefetch_first_lines(probes, located);
   } else if (const std::int64_t now_ns = clamp(now); inserts_in_place(now_ns)) {
-    return test_and_insert_in_place(probes, now_ns);
+    return test_and_insert_in_place(probes, now_ns, age);
   }
-  return test_and_insert_probes(probes, now, located);
+  return test_and_insert_probes(probes, now, located, age);
 }
 
 // One segment in cache, and nothing to do before an insertion but setting bits: the validity and the
 // insertion region are current, and no reset, early generation end or slide is due.
 bool TimeLimitedFilter::inserts_in_place(std::int64_t now_ns) const noexcept {
-  return valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_ &&
-         region_version_ == layout_version_ && insertion_ready(now_ns);
+  return valid_cache_current(now_ns) && region_version_ == layout_version_ && insertion_ready(now_ns);
 }
 
 // The query of one segment in cache (ColumnSegment::locate_any_run), the sighting's age when asked and the
@@ -400,20 +306,6 @@ bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes, std::i
 void TimeLimitedFilter::set_region_bits(const std::uint64_t* cell_starts) {
   std::uint64_t* cells = region_[0].cells;  // one segment: every slice's
   for (std::uint32_t b = 0; b < params_.k; ++b) detail::set_cell_bit(cells, cell_starts[b] + region_slot_by_phase_[b]);
-}
-
-Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
-  const KeyProbes probes(key, params_.k);
-  LocatedRows located;
-  Sighting sighting;
-  if (requests_cells_first()) {
-    prefetch_first_lines(probes, located);
-  } else if (const std::int64_t now_ns = clamp(now); inserts_in_place(now_ns)) {
-    sighting.present = test_and_insert_in_place(probes, now_ns, &sighting.age);
-    return sighting;
-  }
-  sighting.present = test_and_insert_probes(probes, now, located, &sighting.age);
-  return sighting;
 }
 
 // Keys whose cells are requested ahead: a query requests all k of its cells at once, and more than a few
@@ -488,193 +380,6 @@ void TimeLimitedFilter::count_insertion(std::int64_t now_ns) {
     leaving.stamp_ns = now_ns;
     leaving.generation_insertions = generation_inserted_;
   }
-}
-
-// The generation has lasted 2T/l (a rate drop): close it as if it were full, stamped with its last insertion.
-void TimeLimitedFilter::end_generation_early() {
-  BitSlice& leaving = slices_[params_.k - 1];
-  leaving.stamp_ns = last_insert_ns_;
-  leaving.generation_insertions = generation_inserted_;
-  leaving.dirty = true;
-  generation_remaining_ = 0;
-  ++layout_version_;
-}
-
-// The slide (docs/filters.md, "Insertion, generations and slides"): measure the rate, retire the expired
-// tail, shift or grow, install a new slice sized for the target rate, then size the next generation.
-void TimeLimitedFilter::slide(std::int64_t now_ns) {
-  const SlideStart start = slide_start(now_ns);
-  settle_region();
-  const std::uint64_t target = target_generation_size();
-  retire_expired_tail(now_ns);
-  const BitSlice& oldest = slices_.back();
-  const bool keep_oldest = !expired(oldest, now_ns) && oldest.insertions > 0 && slices_.size() < max_slices_;
-  if (!keep_oldest) drop_oldest();
-  const std::uint64_t bits = tlbf::slice_bits(new_slice_capacity(target), params_.k, max_slice_bits_);
-  const std::uint32_t index = (slices_.front().hash_index + params_.k - 1) % params_.k;
-  ask_spread_.record(bits);
-  push_front_slice(next_slice_id_++, bits, index, false);
-  ramp_.asked(bits);
-  generation_size_ = generation_remaining_ = next_generation_size();
-  generation_inserted_ = 0;
-  generation_start_ns_ = now_ns;
-  carry_valid_across(start);
-}
-
-TimeLimitedFilter::SlideStart TimeLimitedFilter::slide_start(std::int64_t now_ns) const noexcept {
-  const bool one_segment = segments_.size() == 1;
-  return {valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_ && one_segment,
-          one_segment ? segments_.front().get() : nullptr, one_segment ? segments_.front()->columns() : 0, slices_.size(),
-          slices_.back().column};
-}
-
-// A slide in one segment that neither grew nor moved drops the oldest slices (the oldest columns of the ring,
-// from start.oldest_column on) and adds one, valid (unstamped, and a slide comes at most T after the last
-// insertion). The valid cache follows without a recompute: the other slices keep their validity, and its
-// bounds stay safe (the new slice's deadline, the last insertion's plus T, is the latest; a dropped slice's
-// deadline leaves valid_until_ns_ at most earlier than it could be, which recomputes sooner).
-void TimeLimitedFilter::carry_valid_across(const SlideStart& start) {
-  if (!start.valid_current || segments_.size() != 1 || segments_.front().get() != start.segment ||
-      start.segment->columns() != start.columns) {
-    return;
-  }
-  const std::size_t n = slices_.size();
-  const std::size_t dropped = start.slices + 1 - n;
-  shift_bits_down(valid_, dropped);
-  valid_.resize(std::max(valid_.size(), (n + 63) / 64 + 1), 0);
-  valid_[(n - 1) / 64] |= std::uint64_t{1} << ((n - 1) % 64);
-  const std::uint32_t ring = start.columns + 1;
-  const auto mark = [&](std::uint32_t column, bool valid) {
-    std::uint64_t& phase_word = valid_by_phase_[column % params_.k];
-    const std::uint64_t bit = std::uint64_t{1} << (column / params_.k);
-    phase_word = valid ? phase_word | bit : phase_word & ~bit;
-  };
-  for (std::size_t i = 0; i < dropped; ++i) mark(static_cast<std::uint32_t>((start.oldest_column + i) % ring), false);
-  mark(slices_.front().column, true);
-  valid_version_ = layout_version_;
-}
-
-// The target generation (docs/filters.md): ceil(rate * T / l) + 1. The reference measures the rate over the generation
-// that just ended alone; with small generations and bursty arrivals that estimate is noisy, and the early end of
-// over-long generations (insert()) only cuts one side of the noise, so generations would come out short on average and
-// the filter would sit above k+l slices. The rate is therefore measured over the last kRateWindow completed
-// generations, read off the slices' stamps and generation sizes (at least 1 ns).
-std::uint64_t TimeLimitedFilter::target_generation_size() const {
-  const std::size_t newest = params_.k - 1;
-  std::size_t oldest = newest;
-  double inserted = 0;
-  const auto counted_enough = [&](std::size_t next) {
-    if (oldest - newest < kRateWindow) return false;
-    return inserted >= kMinRateInsertions ||
-           elapsed(slices_[newest].stamp_ns, slices_[next].stamp_ns) > ttl_ns_ / kMaxRateSpanPerTtl;
-  };
-  while (oldest + 1 < slices_.size() && slices_[oldest + 1].stamp_ns != kUnstamped && !counted_enough(oldest + 1)) {
-    inserted += static_cast<double>(slices_[oldest].generation_insertions);
-    ++oldest;
-  }
-  return tlbf::target_generation(inserted, elapsed(slices_[newest].stamp_ns, slices_[oldest].stamp_ns),
-                                static_cast<double>(ttl_ns_) / params_.l,
-                                kMaxGenerationGrowth * static_cast<double>(generation_size_), max_generation_size_);
-}
-
-void TimeLimitedFilter::retire_expired_tail(std::int64_t now_ns) {
-  while (slices_.size() > params_.k + params_.l && expired(slices_.back(), now_ns)) drop_oldest();
-}
-
-void TimeLimitedFilter::drop_oldest() {
-  dropped_slice_ids_.push_back(slices_.back().id);
-  ColumnSegment* segment = slices_.back().segment;
-  segment->pop();
-  slices_.pop_back();
-  if (segment->live() == 0 && segment != segments_.back().get()) segments_.erase(segments_.begin());
-  ++layout_version_;
-}
-
-// The asked sizes' observed spread once there is one, else (a new or restored filter) the Poisson noise of
-// the rate estimate (docs/filters.md, "Segments").
-std::uint64_t TimeLimitedFilter::segment_rows(std::uint64_t bits, std::uint64_t newest_rows,
-                                              double ramp_headroom) const {
-  double deviation = ask_spread_.deviation();
-  if (deviation < 0) deviation = tlbf::poisson_deviation(bits, params_.k, kRateWindow);
-  return tlbf::segment_rows(bits, newest_rows, deviation, max_slice_bits_, ramp_headroom);
-}
-
-void TimeLimitedFilter::open_segment(std::uint64_t rows, std::uint32_t columns) {
-  segments_.push_back(std::make_unique<ColumnSegment>(rows, columns, params_.k));
-}
-
-// The new slice becomes the newest column of the newest segment when it can share its rows (its size
-// is then the segment's), else of a new segment sized by segment_rows() (exactly, for a restore).
-void TimeLimitedFilter::push_front_slice(std::uint64_t id, std::uint64_t bits, std::uint32_t hash_index,
-                                         bool exact_size) {
-  if (!shares_newest_segment(bits, exact_size)) {
-    // A segment grows one slot (k columns) at a time, so the one left behind has fewer than k free columns:
-    // it keeps them rather than be copied: a copy transposes all its cells (docs/decisions/tlbf-phase-tables.md,
-    // "Several segments: the walk").
-    const std::uint64_t newest_rows = segments_.empty() ? bits : segments_.back()->rows();
-    if (exact_size) {
-      open_segment(bits, 1);
-    } else {
-      const double ramp_headroom = ramp_.open(bits, !segments_.empty() && bits > newest_rows, params_.k);
-      open_segment(segment_rows(bits, newest_rows, ramp_headroom), 1);
-    }
-  }
-  if (segments_.back()->full()) {
-    if (segments_.back()->columns() < ColumnSegment::max_slices(params_.k)) {
-      grow(*segments_.back());
-    } else {
-      open_segment(segments_.back()->rows(), 1);  // the widest cells: the next slices in a segment of their own
-    }
-  }
-  ColumnSlice slice;
-  slice.id = id;
-  slice.bits = segments_.back()->rows();
-  slice.hash_index = hash_index;
-  slice.place(segments_.back().get(), segments_.back()->push(hash_index));
-  slices_.push_front(std::move(slice));
-  ++layout_version_;
-}
-
-bool TimeLimitedFilter::shares_newest_segment(std::uint64_t bits, bool exact_size) const noexcept {
-  if (segments_.empty()) return false;
-  const std::uint64_t rows = segments_.back()->rows();
-  return tlbf::shares_rows(rows, bits, exact_size) || (!exact_size && ramp_.takes(bits, rows));
-}
-
-// Copies the segment into one with one more slot per phase (k more columns), so a steady filter ends with
-// fewer than k free columns; a new size phasing in at k+l slices copies its segment (k+l)/k times.
-void TimeLimitedFilter::grow(ColumnSegment& segment) {
-  resize(segment, std::min(segment.columns() + 1, ColumnSegment::max_slices(params_.k)));
-}
-
-void TimeLimitedFilter::resize(ColumnSegment& segment, std::uint32_t columns) {
-  std::unique_ptr<ColumnSegment> copy = segment.repacked(columns);
-  std::uint32_t age = 0;
-  for (auto slice = slices_.rbegin(); slice != slices_.rend(); ++slice) {
-    if (slice->segment != &segment) continue;
-    slice->place(copy.get(), copy->column_of_age(age++));
-  }
-  for (auto& owned : segments_) {
-    if (owned.get() == &segment) owned = std::move(copy);
-  }
-}
-
-std::uint64_t TimeLimitedFilter::capacity_left(const BitSlice& slice) const {
-  const std::uint64_t capacity = half_fill_capacity(slice.bits);
-  return capacity > slice.insertions ? capacity - slice.insertions : 0;
-}
-
-// Run after the shift and before the new S[0] exists: deque index j-1 holds the future position j.
-std::uint64_t TimeLimitedFilter::new_slice_capacity(std::uint64_t target_generation) const {
-  std::array<std::uint64_t, detail::kMaxProbes> room{};
-  for (std::uint32_t j = 1; j < params_.k; ++j) room[j - 1] = capacity_left(slices_[j - 1]);
-  return tlbf::new_slice_capacity(std::span(room.data(), params_.k - 1), params_.k, target_generation);
-}
-
-std::uint64_t TimeLimitedFilter::next_generation_size() const {
-  std::array<std::uint64_t, detail::kMaxProbes> room;
-  for (std::uint32_t i = 0; i < params_.k; ++i) room[i] = capacity_left(slices_[i]);
-  return tlbf::generation_size(std::span(room.data(), params_.k), max_generation_size_);
 }
 
 std::uint64_t TimeLimitedFilter::elements_in_window(std::int64_t now_ns) const {

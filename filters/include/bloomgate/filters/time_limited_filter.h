@@ -118,6 +118,11 @@ class TimeLimitedFilter final : public Filter {
   // position (0) may stand for the oldest one: enough to tell present from absent.
   std::int64_t oldest_window(const detail::KeyProbes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
                              bool oldest = true) const;
+  // Whether valid_ and valid_by_phase_ hold at now_ns: the layout is the one they were computed for, and
+  // `now` is still in the span over which no slice changes state (inline: the in-place path asks per key).
+  bool valid_cache_current(std::int64_t now_ns) const noexcept {
+    return valid_version_ == layout_version_ && now_ns > valid_after_ns_ && now_ns <= valid_until_ns_;
+  }
   const std::vector<std::uint64_t>& valid_bits(std::int64_t now_ns) const;
   const std::vector<std::uint64_t>& recomputed_valid_bits(std::int64_t now_ns) const;
   const std::vector<detail::ColumnSlice*>& slices_by_position() const;
@@ -158,8 +163,8 @@ class TimeLimitedFilter final : public Filter {
   };
   SlideStart slide_start(std::int64_t now_ns) const noexcept;
   void carry_valid_across(const SlideStart& start);
-  bool test_and_insert_in_place(const detail::KeyProbes& probes, std::int64_t now_ns,
-                                std::optional<Duration>* age = nullptr);
+  bool test_and_insert_key(KeyHash key, TimePoint now, std::optional<Duration>* age);
+  bool test_and_insert_in_place(const detail::KeyProbes& probes, std::int64_t now_ns, std::optional<Duration>* age);
   std::int64_t window_of_run(std::int64_t age) const noexcept;
   void reset(std::int64_t now_ns);
   void end_generation_early();
