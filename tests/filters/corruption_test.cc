@@ -248,7 +248,7 @@ FilterKind spectral_kind() {
 }
 
 // Time-limited: 3,000 keys 7 ms apart in a filter for 1,000 per 10 s TTL at 1e-2. Offsets as in
-// time_limited_filter.cc's meta_record.
+// time_limited_records.cc's meta_record.
 FilterKind time_limited_kind() {
   constexpr std::size_t kKAt = 0, kLAt = 4, kTtlAt = 12, kSliceCountAt = 117, kSliceIdsAt = 125;
   FilterKind kind("time_limited", FilterType::kTimeLimited, 0.01, 1000, &TimeLimitedFilter::restore);

@@ -128,7 +128,7 @@ TEST(TimeLimitedFilter, ExpiredKeysFadeOutToTheFalsePositiveRate) {
   EXPECT_LE(static_cast<double>(gone_present) / static_cast<double>(gone), 0.011);
 }
 
-// A slide carries the filter's validity cache forward instead of recomputing it (time_limited_filter.cc,
+// A slide carries the filter's validity cache forward instead of recomputing it (time_limited_validity.cc,
 // carry_valid_across): every few hundred keys of a steady stream, through about 300 slides and expiries,
 // the filter answers like a copy deserialized from it, which computes its validity afresh. The keys asked
 // span the whole history, so expired, fading and valid slices are all read. Seed 42.

@@ -4,7 +4,7 @@
 // (as the Bloom mathematics of fpr.h): how large a generation is, how many insertions a new slice will take
 // and how many bits that asks for, and when a new slice shares the newest segment's rows or opens a
 // segment with headroom. The formulas and their reasons are in docs/filters.md, "Sizing the time-limited
-// filter"; time_limited_filter.cc applies them to its slices.
+// filter"; time_limited_slides.cc applies them to its slices.
 #pragma once
 
 #include <cstdint>
