@@ -216,9 +216,9 @@ void TimeLimitedFilter::prefetch_first_lines(const KeyProbes& probes, LocatedRow
     segments_.front()->prefetch(located.start.data());
     return;
   }
-  const std::vector<ColumnSlice*>& by_position = slices_by_position();
-  for (std::uint32_t p = 0; p < params_.k; ++p) by_position[p]->prefetch(probes.values());
-  by_position[slices_.size() - params_.k]->prefetch(probes.values());
+  const std::vector<detail::SliceBits>& walk = slices_for_walk();
+  for (std::uint32_t p = 0; p < params_.k; ++p) walk[p].prefetch(probes.values());
+  walk[slices_.size() - params_.k].prefetch(probes.values());
 }
 
 bool TimeLimitedFilter::test_and_insert_probes(const KeyProbes& probes, TimePoint now, LocatedRows& located,
@@ -324,14 +324,14 @@ void TimeLimitedFilter::test_and_insert_batch(std::span<const KeyHash> keys, std
   std::array<KeyProbes, detail::kBatchLookahead> ahead;
   std::array<LocatedRows, detail::kBatchLookahead> located;
   for (std::size_t i = 0; i < std::min(lookahead, keys.size()); ++i) {
-    ahead[i] = KeyProbes(keys[i], params_.k);
+    ahead[i].assign(keys[i], params_.k);
     prefetch_first_lines(ahead[i], located[i]);
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
     KeyProbes& probes = ahead[i % lookahead];
     present[i] = test_and_insert_probes(probes, now[i], located[i % lookahead]);
     if (i + lookahead < keys.size()) {
-      probes = KeyProbes(keys[i + lookahead], params_.k);
+      probes.assign(keys[i + lookahead], params_.k);
       prefetch_first_lines(probes, located[i % lookahead]);
     }
   }
@@ -363,7 +363,8 @@ void TimeLimitedFilter::insert(const KeyProbes& probes, std::int64_t now_ns, con
   if (located != nullptr && segments_.size() == 1 && located_in(*segments_.front(), *located)) {
     set_region_bits(located->start.data());
   } else {
-    for (std::uint32_t p = 0; p < params_.k; ++p) detail::set_cell_bit(region[p].cells, region[p].slice->cell_of(probes.values()));
+    const std::vector<detail::SliceBits>& walk = slices_for_walk();
+    for (std::uint32_t p = 0; p < params_.k; ++p) detail::set_cell_bit(region[p].cells, walk[p].bit_of(probes.values()));
   }
   count_insertion(now_ns);
 }

@@ -36,9 +36,9 @@ inline std::uint64_t mixed_probe(std::uint64_t sum) noexcept {
   return sum * kProbeMix;
 }
 
-inline Probes probes_by_differences(KeyHash key, std::uint32_t k) noexcept {
+// Writes value[0..k) in place: returning the array would copy all kMaxProbes words per key.
+inline void probes_by_differences(KeyHash key, std::uint32_t k, Probes& probes) noexcept {
   const std::uint64_t h2 = second_probe_hash(key);
-  Probes probes;
   std::uint64_t sum = key.value;  // h1 + j h2 + (j^3 - j) / 6, at j = 0
   std::uint64_t step = 0;         // j (j + 1) / 2: the growth of (j^3 - j) / 6 from j to j + 1
   for (std::uint32_t j = 0; j < k; ++j) {
@@ -46,7 +46,6 @@ inline Probes probes_by_differences(KeyHash key, std::uint32_t k) noexcept {
     sum += h2 + step;
     step += j + 1;
   }
-  return probes;
 }
 
 // (j^3 - j) / 6 and j (j - 1) / 2 for every hash index, so that a descent starts with one multiplication.
@@ -85,10 +84,16 @@ class KeyProbes {
  public:
   KeyProbes() noexcept = default;  // for arrays of keys ahead; assigned before use
   KeyProbes(KeyHash key, std::uint32_t k) noexcept : key_(key), k_(k) {}
+  // Makes these the probes of `key`, without copying the value array (a batch reuses its slots this way).
+  void assign(KeyHash key, std::uint32_t k) noexcept {
+    key_ = key;
+    k_ = k;
+    computed_ = false;
+  }
   KeyHash key() const noexcept { return key_; }
   const Probes& values() const noexcept {
     if (!computed_) {
-      values_ = probes_by_differences(key_, k_);
+      probes_by_differences(key_, k_, values_);
       computed_ = true;
     }
     return values_;

@@ -17,7 +17,8 @@ TEST(TlbfProbes, EqualProbeSequenceForEveryIndexAndK) {
   for (int n = 0; n < 2000; ++n) {
     const KeyHash key{n < 3 ? std::uint64_t(n) * ~std::uint64_t{0} / 2 : rng()};
     const ProbeSequence sequence(key);
-    const detail::Probes probes = detail::probes_by_differences(key, detail::kMaxProbes);
+    detail::Probes probes;
+    detail::probes_by_differences(key, detail::kMaxProbes, probes);
     for (std::uint32_t j = 0; j < detail::kMaxProbes; ++j) ASSERT_EQ(probes.value[j], sequence(j)) << "key " << key.value << " j " << j;
   }
 }

@@ -229,6 +229,7 @@ struct SliceBits {
     const std::uint64_t bit = bit_of(probes);
     return ((cells[bit >> 6] >> (bit & 63)) & 1U) != 0;
   }
+  void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[bit_of(probes) >> 6]); }
 };
 
 // A slice of the time-limited filter: its metadata is a BitSlice's (words left empty), its bits are a
@@ -256,9 +257,8 @@ struct ColumnSlice : BitSlice {
     slot = in->slot_of(at);
   }
   SliceBits place_of_bits() const noexcept { return {cells, base, bits, width, hash_index}; }
-  std::uint64_t cell_of(const Probes& probes) const noexcept { return place_of_bits().bit_of(probes); }
   bool test(const Probes& probes) const noexcept { return place_of_bits().holds(probes); }
-  void prefetch(const Probes& probes) const noexcept { __builtin_prefetch(&cells[cell_of(probes) >> 6]); }
+  void prefetch(const Probes& probes) const noexcept { place_of_bits().prefetch(probes); }
   void count_set_bits() noexcept {
     set_bits = segment->count_column(column);
     set_bits_counted = true;
