@@ -165,7 +165,7 @@ const TimeLimitedFilter::RegionColumn* TimeLimitedFilter::rebuilt_region() const
   settle_region();
   const std::vector<ColumnSlice*>& newest = slices_by_position();
   for (std::uint32_t p = 0; p < params_.k; ++p) {
-    region_[p] = {newest[p], newest[p]->cells};
+    region_[p] = {newest[p], newest[p]->cells, newest[p]->place_of_bits()};
     region_slot_by_phase_[newest[p]->column % params_.k] = newest[p]->slot;
   }
   if (newest.size() > params_.k) newest[params_.k]->set_bits_counted = false;  // the slice that left, if one did
@@ -363,8 +363,7 @@ void TimeLimitedFilter::insert(const KeyProbes& probes, std::int64_t now_ns, con
   if (located != nullptr && segments_.size() == 1 && located_in(*segments_.front(), *located)) {
     set_region_bits(located->start.data());
   } else {
-    const std::vector<detail::SliceBits>& walk = slices_for_walk();
-    for (std::uint32_t p = 0; p < params_.k; ++p) detail::set_cell_bit(region[p].cells, walk[p].bit_of(probes.values()));
+    for (std::uint32_t p = 0; p < params_.k; ++p) detail::set_cell_bit(region[p].cells, region[p].place.bit_of(probes.values()));
   }
   count_insertion(now_ns);
 }

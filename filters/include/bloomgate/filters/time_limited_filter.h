@@ -234,6 +234,7 @@ class TimeLimitedFilter final : public Filter {
   struct RegionColumn {
     detail::ColumnSlice* slice = nullptr;
     std::uint64_t* cells = nullptr;
+    detail::SliceBits place;  // where its bits lie (the insertion's cells without the slice's record)
   };
   const RegionColumn* region_columns() const;
   const RegionColumn* rebuilt_region() const;
