@@ -33,9 +33,9 @@ using detail::kUnstamped;
 constexpr std::size_t kRateWindow = 8;
 constexpr double kMinRateInsertions = 1024;
 constexpr std::int64_t kMaxRateSpanPerTtl = 4;
-// The target generation may grow at most this much per slide: events sharing one timestamp make the
-// measured duration ~0 and the rate estimate unbounded, which would otherwise size gigantic slices.
-// 4x per slide follows a 100x rate jump within four rounds of k generations.
+// The target generation grows at most this much per slide, so a measured duration of ~0 (events sharing one
+// timestamp) cannot size huge slices, while a 100x rate jump is still followed within four rounds of k
+// generations (docs/filters.md, "Decisions").
 constexpr double kMaxGenerationGrowth = 4;
 
 }  // namespace
@@ -71,11 +71,10 @@ void TimeLimitedFilter::slide(std::int64_t now_ns) {
   carry_valid_across(start);
 }
 
-// The target generation (docs/filters.md): ceil(rate * T / l) + 1. The reference measures the rate over the generation
-// that just ended alone; with small generations and bursty arrivals that estimate is noisy, and the early end of
-// over-long generations (insert()) only cuts one side of the noise, so generations would come out short on average and
-// the filter would sit above k+l slices. The rate is therefore measured over the last kRateWindow completed
-// generations, read off the slices' stamps and generation sizes (at least 1 ns).
+// The target generation (docs/filters.md): ceil(rate * T / l) + 1, the rate measured over the completed
+// generations of kRateWindow and the constants above, read off the slices' stamps and generation sizes (a
+// duration of at least 1 ns). A window of generations keeps the slice count at k+l under bursty arrivals,
+// where the generation that just ended alone would not (docs/filters.md, "Decisions").
 std::uint64_t TimeLimitedFilter::target_generation_size() const {
   const std::size_t newest = params_.k - 1;
   std::size_t oldest = newest;
