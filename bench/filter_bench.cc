@@ -473,6 +473,9 @@ int main(int argc, char** argv) {
   app.add_option("--keys-per-ttl", sweep.windows, "time-limited sweep: comma-separated windows (keys per TTL)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  app.add_flag("--with-age", sweep.with_age,
+               "time-limited sweep: time ours through test_and_insert_with_age (the service's call) instead of "
+               "test_and_insert");
   bool ramp = false;
   std::uint32_t ramp_partitions = 32;
   app.add_option("--ramp-partitions", ramp_partitions, "filters of the service-shaped case (--ramp)")->check(CLI::PositiveNumber);

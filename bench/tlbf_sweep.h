@@ -20,6 +20,9 @@ struct SweepConfig {
   std::vector<std::uint64_t> windows;  // keys per TTL
   int repetitions = 5;
   std::uint64_t seed = 0;
+  // Time ours through test_and_insert_with_age, the service's call (a present key's age is found too),
+  // instead of test_and_insert.
+  bool with_age = false;
   std::string json;  // also write every figure here when not empty
 };
 
