@@ -71,21 +71,6 @@ void ColumnSegment::load_cells(const std::uint64_t* cell_starts, const std::uint
   for (std::uint32_t b = 0; b < k_; ++b) x[b] = cell_at(cell_starts[b]) & valid[b];
 }
 
-// A run of k consecutive columns from column s * k + b covers phases b..k-1 of slot s and phases 0..b-1 of
-// slot s + 1 (mod w): with S_b the AND of phases b..k-1 and P_b that of phases 0..b-1, it holds the key
-// when bit s of S_b and bit s + 1 of P_b are set. A run through the free column never matches, so every
-// run found is k consecutive slices in age order.
-void ColumnSegment::run_words(const std::uint64_t* x, std::uint64_t* runs) const noexcept {
-  std::array<std::uint64_t, kMaxProbes + 1> suffix;
-  suffix[k_] = cell_mask_;
-  for (std::uint32_t b = k_; b-- > 0;) suffix[b] = suffix[b + 1] & x[b];
-  std::uint64_t prefix = cell_mask_;
-  for (std::uint32_t b = 0; b < k_; ++b) {
-    runs[b] = suffix[b] & down_a_slot(prefix);
-    prefix &= x[b];
-  }
-}
-
 // The out-of-cache path: the cells are read in a loop of their own, then searched, so that their loads
 // (of lines requested before) issue a few instructions apart (docs/decisions/tlbf-query-experiments.md,
 // "Kept: the in-cache query").
@@ -133,20 +118,92 @@ bool ColumnSegment::locate_any_run_scalar(const KeyProbes& probes, const std::ui
   return search.found(cell_mask_);
 }
 
-std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
+std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid,
+                                       std::uint32_t* newer) const noexcept {
+  if (!vector_runs()) return oldest_run_scalar(cell_starts, valid, newer);
+  alignas(64) std::array<std::uint64_t, kMaxProbes> x;
+  const RunStart run = oldest_run_start_vector(cell_starts, valid, x.data());
+  return age_of_run(x.data(), run, newer);
+}
+
+std::int64_t ColumnSegment::oldest_run_scalar(const std::uint64_t* cell_starts, const std::uint64_t* valid,
+                                              std::uint32_t* newer) const noexcept {
   std::array<std::uint64_t, kMaxProbes> x;
-  std::array<std::uint64_t, kMaxProbes> runs;
   load_cells(cell_starts, valid, x.data());
-  run_words(x.data(), runs.data());
-  std::int64_t oldest = -1;
+  return age_of_run(x.data(), oldest_run_start(x.data()), newer);
+}
+
+std::int64_t ColumnSegment::age_of_run(const std::uint64_t* x, RunStart run, std::uint32_t* newer) const noexcept {
+  if (newer != nullptr) *newer = 0;
+  if (!run.found) return -1;
+  const std::uint32_t column = run.slot * k_ + run.phase;
+  const std::uint32_t age = column >= oldest_ ? column - oldest_ : column + columns_ - oldest_;
+  if (newer != nullptr) *newer = holding_after_run(x, age, run);
+  return age;
+}
+
+// A run of k consecutive columns from column s * k + b covers phases b..k-1 of slot s and phases 0..b-1 of
+// slot s + 1 (mod w): with S_b the AND of phases b..k-1 and P_b that of phases 0..b-1, it holds the key
+// when bit s of S_b and bit s + 1 of P_b are set (bit s of run word b). A run through the free column never
+// matches, so every run found is k consecutive slices in age order. Column order is (slot, phase) order,
+// and the oldest run is the first at or after column oldest_ in it, else (past the ring's end) the first of
+// all: its slot is the lowest of the run words ORed, its phase the lowest whose word has that slot. Two
+// passes over the phases, the suffix ANDs, then the run words and their ORs; then the phases of the slot.
+ColumnSegment::RunStart ColumnSegment::oldest_run_start(const std::uint64_t* x) const noexcept {
+  std::array<std::uint64_t, kMaxProbes + 1> suffix;  // bit s of suffix[b]: phases b..k-1 of slot s hold the key
+  std::array<std::uint64_t, kMaxProbes> runs;
+  suffix[k_] = cell_mask_;
+  for (std::uint32_t b = k_; b-- > 0;) suffix[b] = suffix[b + 1] & x[b];
+  const OldestColumn oldest = oldest_column();
+  std::uint64_t slots_from_oldest = 0;
+  std::uint64_t slots = 0;
+  std::uint64_t prefix = cell_mask_;
   for (std::uint32_t b = 0; b < k_; ++b) {
-    for (std::uint64_t r = runs[b]; r != 0; r &= r - 1) {
-      const auto column = static_cast<std::uint32_t>(std::countr_zero(r)) * k_ + b;
-      const auto age = static_cast<std::int64_t>((column + columns_ - oldest_) % columns_);
-      if (oldest < 0 || age < oldest) oldest = age;
+    runs[b] = suffix[b] & down_a_slot(prefix);
+    prefix &= x[b];
+    slots_from_oldest |= runs[b] & (b >= oldest.phase ? oldest.from_slot : oldest.after_slot);
+    slots |= runs[b];
+  }
+  if (slots == 0) return {};
+  const bool wraps = slots_from_oldest == 0;
+  const auto slot = static_cast<std::uint32_t>(std::countr_zero(wraps ? slots : slots_from_oldest));
+  std::uint64_t phases = 0;  // bit b: runs[b] has the slot
+  for (std::uint32_t b = 0; b < k_; ++b) phases |= ((runs[b] >> slot) & 1U) << b;
+  return first_phase(slot, phases, wraps, oldest);
+}
+
+ColumnSegment::OldestColumn ColumnSegment::oldest_column() const noexcept {
+  const std::uint32_t slot = oldest_ / k_;
+  const std::uint32_t phase = oldest_ % k_;
+  return {slot, phase, ~low_bits(phase), ~low_bits(slot), ~low_bits(slot + 1)};
+}
+
+// Without wrapping, the runs in the oldest column's slot count from its phase on.
+ColumnSegment::RunStart ColumnSegment::first_phase(std::uint32_t slot, std::uint64_t phases, bool wraps,
+                                                   const OldestColumn& oldest) noexcept {
+  if (!wraps && slot == oldest.slot) phases &= oldest.from_phase;
+  return {true, slot, static_cast<std::uint32_t>(std::countr_zero(phases))};
+}
+
+// The columns after the run start k columns on: the same phase, the next slot. A run's `following` bits
+// (the vector search's) answer without a branch on the cells unless every one of them holds; the loop
+// stops at the first clear bit, a branch that mispredicts about once per call.
+std::uint32_t ColumnSegment::holding_after_run(const std::uint64_t* x, std::uint32_t age, RunStart run) const noexcept {
+  const std::uint32_t live_after = live_ - age - k_;
+  if (const auto held = static_cast<std::uint32_t>(std::countr_one(run.following)); held < run.following_span) {
+    return std::min(held, live_after);
+  }
+  std::uint32_t slot = run.slot + 1 == width_ ? 0 : run.slot + 1;
+  std::uint32_t phase = run.phase;
+  std::uint32_t count = 0;
+  for (std::uint32_t a = age + k_; a < live_ && ((x[phase] >> slot) & 1U) != 0; ++a) {
+    ++count;
+    if (++phase == k_) {
+      phase = 0;
+      if (++slot == width_) slot = 0;
     }
   }
-  return oldest;
+  return count;
 }
 
 // 64 rows of a table are w whole words, in which the column's bits lie at the same places in every block.

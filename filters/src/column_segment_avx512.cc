@@ -14,16 +14,19 @@
 // multiplications per lane; the sum cannot overflow (v_hi rows <= 2^64 - 2^33 + 1).
 #include <immintrin.h>
 
+#include <bit>
 #include <cstdint>
 
 #include "bloomgate/filters/column_segment.h"
 
 #include "tlbf_probes.h"
 
-// GCC 12's shift and multiply intrinsics pass _mm512_undefined_epi32() (a self-initialised variable) as
-// their unused merge source, which -Wmaybe-uninitialized reports once they are inlined here.
+// GCC 12's shift, align and multiply intrinsics pass _mm512_undefined_epi32() (a self-initialised
+// variable) as their unused merge source, which -Wmaybe-uninitialized and -Wuninitialized report once they
+// are inlined here.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace bloomgate::filters::detail {
 
@@ -61,6 +64,100 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
   for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], x_down[b]);
   return search.found(cell_mask_);
 }
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq")
+
+namespace {
+
+// Sixteen lanes in two registers (phases 0-7, 8-15), moved down (lane i takes lane i + n) or up (lane i
+// takes lane i - n) by n < 8 lanes, `fill` entering at the end.
+struct Lanes16 {
+  __m512i low;
+  __m512i high;
+};
+
+template <int n>
+Lanes16 lanes_down(Lanes16 v, __m512i fill) {
+  return {_mm512_alignr_epi64(v.high, v.low, n), _mm512_alignr_epi64(fill, v.high, n)};
+}
+
+template <int n>
+Lanes16 lanes_up(Lanes16 v, __m512i fill) {
+  return {_mm512_alignr_epi64(v.low, fill, 8 - n), _mm512_alignr_epi64(v.high, v.low, 8 - n)};
+}
+
+Lanes16 operator&(Lanes16 a, Lanes16 b) {
+  return {_mm512_and_si512(a.low, b.low), _mm512_and_si512(a.high, b.high)};
+}
+
+// Bit b: lane b has bit `slot`.
+std::uint64_t lanes_with_slot(Lanes16 v, std::uint32_t slot) {
+  const __m512i bit = _mm512_set1_epi64(static_cast<long long>(std::uint64_t{1} << slot));
+  return _mm512_test_epi64_mask(v.low, bit) | static_cast<std::uint64_t>(_mm512_test_epi64_mask(v.high, bit)) << 8;
+}
+
+}  // namespace
+
+// oldest_run_start with the sixteen phases in lanes: the suffix ANDs S_b and the prefix ANDs in four steps
+// each (by 1, 2, 4 and 8 lanes), the run words S_b & down_a_slot(P_b) in every lane at once, their slots ORed
+// across the lanes, and the phases whose word has the slot found as a lane mask.
+ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(
+    const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t* x) const noexcept {
+  const auto* bytes = cells_.data();
+  const __m512i low_three = _mm512_set1_epi64(7);
+  const __m512i ones = _mm512_set1_epi64(static_cast<long long>(cell_mask_));
+  const auto live = static_cast<__mmask16>(k_ == 16 ? 0xFFFFU : (1U << k_) - 1);
+  const auto cells_of = [&](std::uint32_t b, __mmask8 lanes) {
+    const __m512i start = _mm512_maskz_loadu_epi64(lanes, cell_starts + b);
+    const __m512i words = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), lanes, _mm512_srli_epi64(start, 3), bytes, 1);
+    const __m512i cells = _mm512_and_si512(_mm512_srlv_epi64(words, _mm512_and_si512(start, low_three)),
+                                           _mm512_maskz_loadu_epi64(lanes, valid + b));
+    _mm512_storeu_si512(x + b, cells);
+    return _mm512_mask_mov_epi64(ones, lanes, cells);  // lanes from k on: every slot, for the suffix ANDs
+  };
+  const Lanes16 cells{cells_of(0, static_cast<__mmask8>(live)), cells_of(8, static_cast<__mmask8>(live >> 8))};
+  Lanes16 suffix = cells & lanes_down<1>(cells, ones);
+  suffix = suffix & lanes_down<2>(suffix, ones);
+  suffix = suffix & lanes_down<4>(suffix, ones);
+  suffix.low = _mm512_and_si512(suffix.low, suffix.high);
+  Lanes16 prefix = cells & lanes_up<1>(cells, ones);  // lane b: phases 0..b
+  prefix = prefix & lanes_up<2>(prefix, ones);
+  prefix = prefix & lanes_up<4>(prefix, ones);
+  prefix.high = _mm512_and_si512(prefix.high, prefix.low);
+  const Lanes16 before = lanes_up<1>(prefix, ones);  // lane b: phases 0..b-1
+  const __m512i one = _mm512_set1_epi64(1);
+  const __m128i top_slot = _mm_cvtsi64_si128(width_ - 1);
+  const auto down_a_slot = [&](__m512i p) {
+    return _mm512_or_si512(_mm512_srli_epi64(p, 1), _mm512_sll_epi64(_mm512_and_si512(p, one), top_slot));
+  };
+  const __m512i runs_low = _mm512_maskz_and_epi64(static_cast<__mmask8>(live), suffix.low, down_a_slot(before.low));
+  const __m512i runs_high = _mm512_maskz_and_epi64(static_cast<__mmask8>(live >> 8), suffix.high, down_a_slot(before.high));
+  const auto slots = static_cast<std::uint64_t>(_mm512_reduce_or_epi64(_mm512_or_si512(runs_low, runs_high)));
+  if (slots == 0) return {};
+  const OldestColumn oldest = oldest_column();
+  const auto from_phase = static_cast<__mmask16>(oldest.from_phase);
+  const __m512i from_slot = _mm512_set1_epi64(static_cast<long long>(oldest.from_slot));
+  const __m512i after_slot = _mm512_set1_epi64(static_cast<long long>(oldest.after_slot));
+  const __m512i selected_low = _mm512_and_si512(runs_low, _mm512_mask_blend_epi64(static_cast<__mmask8>(from_phase), after_slot, from_slot));
+  const __m512i selected_high =
+      _mm512_and_si512(runs_high, _mm512_mask_blend_epi64(static_cast<__mmask8>(from_phase >> 8), after_slot, from_slot));
+  const auto slots_from_oldest =
+      static_cast<std::uint64_t>(_mm512_reduce_or_epi64(_mm512_or_si512(selected_low, selected_high)));
+  const bool wraps = slots_from_oldest == 0;
+  const auto slot = static_cast<std::uint32_t>(std::countr_zero(wraps ? slots : slots_from_oldest));
+  RunStart run = first_phase(slot, lanes_with_slot(Lanes16{runs_low, runs_high}, slot), wraps, oldest);
+  // The columns after the run: phases run.phase..k-1 of the next slot, then every phase of the one after.
+  const Lanes16 masked{_mm512_maskz_mov_epi64(static_cast<__mmask8>(live), cells.low),
+                       _mm512_maskz_mov_epi64(static_cast<__mmask8>(live >> 8), cells.high)};
+  const std::uint32_t next_slot = slot + 1 == width_ ? 0 : slot + 1;
+  const std::uint32_t slot_after = next_slot + 1 == width_ ? 0 : next_slot + 1;
+  run.following = lanes_with_slot(masked, next_slot) >> run.phase | lanes_with_slot(masked, slot_after) << (k_ - run.phase);
+  run.following_span = 2 * k_ - run.phase;
+  return run;
+}
+
+#pragma GCC pop_options
 
 }  // namespace bloomgate::filters::detail
 

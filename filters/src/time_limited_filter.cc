@@ -34,6 +34,14 @@ constexpr std::uint64_t kRequestCellsFirstBits = std::uint64_t{1} << 26;
 // instead of overlapping (docs/decisions/tlbf-rows-in-lines.md).
 constexpr std::size_t kRowBatchLookahead = 1;
 
+// How many slices before position `window` (newer) hold the key, in a row.
+template <typename Holds>
+std::size_t holding_before(std::size_t window, const Holds& holds) {
+  std::size_t count = 0;
+  for (std::size_t p = window; p > 0 && holds(p - 1); --p) ++count;
+  return count;
+}
+
 }  // namespace
 
 TimeLimitedFilter::TimeLimitedFilter(const FilterOptions& options)
@@ -93,13 +101,13 @@ bool TimeLimitedFilter::expired(const BitSlice& slice, std::int64_t now_ns) cons
 }
 
 bool TimeLimitedFilter::contains_at(const KeyProbes& probes, std::int64_t now_ns) const {
-  return oldest_window(probes, now_ns, nullptr, false) >= 0;
+  return oldest_window(probes, now_ns) >= 0;
 }
 
 // The walk's answer. One segment (a steady rate): the runs of k found among the key's k cells
 // (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the walk.
 std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int64_t now_ns, LocatedRows* located,
-                                              bool oldest) const {
+                                              std::size_t* newer) const {
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
   LocatedRows here;
   if (located == nullptr) located = &here;
@@ -107,10 +115,13 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
     const std::size_t n = slices_.size();
     const std::vector<detail::SliceBits>& walk = slices_for_walk();
     const detail::Probes& values = probes.values();
-    return detail::oldest_matching_run(n, params_.k, [&](std::size_t p) {
+    const auto holds = [&](std::size_t p) {
       const std::size_t bit = n - 1 - p;
       return ((valid[bit / 64] >> (bit % 64)) & 1U) != 0 && walk[p].holds(values);
-    });
+    };
+    const std::int64_t window = detail::oldest_matching_run(n, params_.k, holds);
+    if (newer != nullptr && window >= 0) *newer = holding_before(static_cast<std::size_t>(window), holds);
+    return window;
   }
   // Whether any run holds the key first (most keys of a stream are new); which run is the oldest only then,
   // from the cells that answer already read.
@@ -126,8 +137,11 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
     located->layout_version = layout_version_;
     any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data());
   }
-  if (!any || !oldest) return any ? 0 : -1;
-  return window_of_run(segment.oldest_run(located->start.data(), valid_by_phase_.data()));
+  if (!any || newer == nullptr) return any ? 0 : -1;
+  std::uint32_t newer_columns = 0;
+  const std::int64_t window = window_of_run(segment.oldest_run(located->start.data(), valid_by_phase_.data(), &newer_columns));
+  *newer = newer_columns;
+  return window;
 }
 
 // The position of the window whose oldest slice has age rank `age` (ColumnSegment::oldest_run), or -1.
@@ -225,24 +239,22 @@ bool TimeLimitedFilter::test_and_insert_probes(const KeyProbes& probes, TimePoin
                                               std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  const std::int64_t window = oldest_window(probes, now_ns, &located, age != nullptr);
+  std::size_t newer = 0;
+  const std::int64_t window = oldest_window(probes, now_ns, &located, age != nullptr ? &newer : nullptr);
   const bool present = window >= 0;
-  if (present && age != nullptr) *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);  // before a slide
+  if (present && age != nullptr) *age = sighting_age(static_cast<std::size_t>(window), newer, now_ns);  // before a slide
   if (!present || refresh_on_duplicate_) insert(probes, now_ns, &located);
   return present;
 }
 
 // The key's bit is set in a run of valid slices around the k it wrote: each neighbour has it by chance
 // (at half fill, one in two), so every window of k inside the run matches and `oldest_window` is only the
-// oldest of them. The run's two ends are equally likely to have grown, so the window taken is the one in
-// the middle. Its generation ended when its oldest slice was stamped (unstamped: it is the current one) and
-// began when the next older slice was; the sighting is dated to the middle of that generation.
-Duration TimeLimitedFilter::sighting_age(const KeyProbes& probes, std::size_t oldest_window, std::int64_t now_ns) const {
-  std::size_t newest_in_run = oldest_window;
-  while (newest_in_run > 0 && slices_[newest_in_run - 1].test(probes.values()) && !expired(slices_[newest_in_run - 1], now_ns)) {
-    --newest_in_run;
-  }
-  const std::size_t window = newest_in_run + (oldest_window - newest_in_run) / 2;
+// oldest of them; `newer` more slices after that window hold it too. The run's two ends are equally likely
+// to have grown, so the window taken is the one in the middle. Its generation ended when its oldest slice
+// was stamped (unstamped: it is the current one) and began when the next older slice was; the sighting is
+// dated to the middle of that generation.
+Duration TimeLimitedFilter::sighting_age(std::size_t oldest_window, std::size_t newer, std::int64_t now_ns) const {
+  const std::size_t window = oldest_window - newer + newer / 2;
   const BitSlice& last_written = slices_[window + params_.k - 1];
   const std::int64_t ended = last_written.stamp_ns == kUnstamped ? now_ns : last_written.stamp_ns;
   const std::size_t before = window + params_.k;
@@ -294,8 +306,9 @@ bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes, std::i
   const ColumnSegment& segment = *segments_.front();
   const bool present = segment.locate_any_run(probes, valid_by_phase_.data(), cell_starts.data());
   if (present && age != nullptr) {
-    const std::int64_t window = window_of_run(segment.oldest_run(cell_starts.data(), valid_by_phase_.data()));
-    *age = sighting_age(probes, static_cast<std::size_t>(window), now_ns);
+    std::uint32_t newer = 0;
+    const std::int64_t window = window_of_run(segment.oldest_run(cell_starts.data(), valid_by_phase_.data(), &newer));
+    *age = sighting_age(static_cast<std::size_t>(window), newer, now_ns);
   }
   if (present && !refresh_on_duplicate_) return true;
   set_region_bits(cell_starts.data());

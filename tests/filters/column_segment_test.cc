@@ -147,12 +147,13 @@ TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
 // A query loads the cell of each hash index: oldest_run() must find the window the slice walk
 // (bit_slice.h's oldest_matching_run) finds over
 // the same bits (each live column's bit of the row its hash index picks, oldest first, expired ones
-// failing), for random validity too, and any_run() / locate_any_run() whether there is one: the scalar
-// query, and the vector one where the CPU has AVX-512 (k of 1 to 20: one, two and three groups of eight
-// phases, whole and partial).
+// failing), for random validity too, and how many columns after it hold the key in a row (the sighting's
+// age starts there), both in its vector form where the CPU has AVX-512 and k <= 16 and in its scalar one;
+// and any_run() / locate_any_run() whether there is one: the scalar query, and the vector one where the
+// CPU has AVX-512 (k of 1 to 20: one, two and three groups of eight phases, whole and partial).
 TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
   std::mt19937_64 rng(85);
-  for (const std::uint32_t k : {1U, 2U, 5U, 8U, 9U, 16U, 20U}) {
+  for (const std::uint32_t k : {1U, 2U, 5U, 8U, 9U, 15U, 16U, 20U}) {
     for (const std::uint32_t width : {1U, 3U, 60U, 100U, 150U, 180U, 200U, 319U}) {
       if (width > detail::ColumnSegment::max_slices(k)) continue;
       const std::uint64_t rows = 200;
@@ -182,9 +183,16 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
             detail::oldest_matching_run(n, k, [&](std::size_t p) { return static_cast<bool>(holds[n - 1 - p]); });
         std::array<std::uint64_t, detail::kMaxProbes> by_phase{};
         segment.valid_by_phase(valid.data(), by_phase.data());
-        const std::int64_t run = segment.oldest_run(cell_starts.data(), by_phase.data());
+        std::uint32_t newer = 0;
+        const std::int64_t run = segment.oldest_run(cell_starts.data(), by_phase.data(), &newer);
         ASSERT_EQ(run < 0 ? -1 : static_cast<std::int64_t>(n) - static_cast<std::int64_t>(k) - run, window)
             << "k " << k << ", width " << width << ", trial " << trial;
+        std::uint32_t holding_after = 0;  // the columns after the run that hold the key, in a row
+        for (auto age = static_cast<std::size_t>(run + k); run >= 0 && age < n && holds[age]; ++age) ++holding_after;
+        ASSERT_EQ(newer, holding_after) << "k " << k << ", width " << width << ", trial " << trial;
+        std::uint32_t newer_scalar = 0;
+        ASSERT_EQ(segment.oldest_run_scalar(cell_starts.data(), by_phase.data(), &newer_scalar), run);
+        ASSERT_EQ(newer_scalar, holding_after);
         ASSERT_EQ(segment.any_run(cell_starts.data(), by_phase.data()), window >= 0);
         const detail::KeyProbes key_probes(key, k);
         std::array<std::uint64_t, detail::kMaxProbes> fused{};

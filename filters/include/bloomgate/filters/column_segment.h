@@ -82,8 +82,15 @@ class ColumnSegment {
   void prefetch(const std::uint64_t* cell_starts) const noexcept;
 
   // The age rank (0 = oldest live column) of the oldest run of k consecutive columns that hold the key's bit
-  // and are set in `valid` (valid_by_phase(): bit s of word b for column s * k + b), or -1.
-  std::int64_t oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
+  // and are set in `valid` (valid_by_phase(): bit s of word b for column s * k + b), or -1. With `newer`,
+  // also how many live columns after that run (younger) hold the bit and are valid, in a row.
+  // With AVX-512 F and DQ and k <= 16 (vector_runs()) the search runs across the phases' lanes
+  // (oldest_run_start_vector); elsewhere in passes over the phases (oldest_run_scalar). Same answers.
+  std::int64_t oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid,
+                          std::uint32_t* newer = nullptr) const noexcept;
+  std::int64_t oldest_run_scalar(const std::uint64_t* cell_starts, const std::uint64_t* valid,
+                                 std::uint32_t* newer = nullptr) const noexcept;
+  bool vector_runs() const noexcept { return vector_query_ && k_ <= kVectorRunPhases; }
   // Whether such a run exists (the same search without locating the oldest).
   bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
   // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), eight
@@ -162,10 +169,41 @@ class ColumnSegment {
   }
   // The key's cells by phase, masked by `valid`.
   void load_cells(const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t* x) const noexcept;
-  // The run words: bit s of runs[b] = the run of k columns from column s * k + b holds the key.
-  void run_words(const std::uint64_t* x, std::uint64_t* runs) const noexcept;
-  // run_words() without the words, in one pass over the phases in order, fed each cell as it loads. A run
-  // from column s * k + b holds the key when phases b..k-1 of slot s and phases 0..b-1 of slot s + 1 do.
+  // oldest_run's answer before it is turned into an age rank: the run from column slot * k + phase.
+  struct RunStart {
+    bool found = false;
+    std::uint32_t slot = 0;
+    std::uint32_t phase = 0;
+    // Bit i: the i-th column after the run holds the key's bit and is valid, for i < following_span (the
+    // bound of the live columns is holding_after_run's); a span of 0 leaves them to holding_after_run's loop.
+    std::uint64_t following = 0;
+    std::uint32_t following_span = 0;
+  };
+  // Column oldest_ as (slot, phase), the phases from its own on, and the slots at or after it for phases
+  // from its own on and before it.
+  struct OldestColumn {
+    std::uint32_t slot;
+    std::uint32_t phase;
+    std::uint64_t from_phase;
+    std::uint64_t from_slot;
+    std::uint64_t after_slot;
+  };
+  OldestColumn oldest_column() const noexcept;
+  // The oldest run from the masked cells by phase.
+  RunStart oldest_run_start(const std::uint64_t* x) const noexcept;
+  // The same with AVX-512 F and DQ (vector_runs()), the cells read from `cell_starts` into x[0..k) on the
+  // way (column_segment_avx512.cc).
+  RunStart oldest_run_start_vector(const std::uint64_t* cell_starts, const std::uint64_t* valid,
+                                   std::uint64_t* x) const noexcept;
+  static constexpr std::uint32_t kVectorRunPhases = 16;  // two registers of eight lanes
+  std::int64_t age_of_run(const std::uint64_t* x, RunStart run, std::uint32_t* newer) const noexcept;
+  static RunStart first_phase(std::uint32_t slot, std::uint64_t phases, bool wraps, const OldestColumn& oldest) noexcept;
+  // How many live columns after the run (at age rank `age`) hold the key's bit in the masked cells `x`, in a
+  // row.
+  std::uint32_t holding_after_run(const std::uint64_t* x, std::uint32_t age, RunStart run) const noexcept;
+  // The run search without the run words (oldest_run_start's), in one pass over the phases in order, fed
+  // each cell as it loads. A run from column s * k + b holds the key when phases b..k-1 of slot s and
+  // phases 0..b-1 of slot s + 1 do.
   // After the cells of phases 0..b-1 are fed, `next_slot` has bit s when phases 0..b-1 of slot s + 1 hold the
   // key (the runs that may start at phase b), and `open` has bit s when a run from slot s starting at a phase
   // up to b holds it in every phase fed. After all k, `open` has the runs (its last term, slot s + 1 in every

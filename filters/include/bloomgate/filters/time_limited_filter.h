@@ -114,10 +114,11 @@ class TimeLimitedFilter final : public Filter {
   };
   bool located_in(const detail::ColumnSegment& segment, const LocatedRows& located) const noexcept;
   void locate(const detail::ColumnSegment& segment, const detail::KeyProbes& probes, LocatedRows& located) const noexcept;
-  // Leaves `located` (when given) holding the newest segment's cells. Without `oldest`, any window's
-  // position (0) may stand for the oldest one: enough to tell present from absent.
+  // Leaves `located` (when given) holding the newest segment's cells. Without `newer`, any window's
+  // position (0) may stand for the oldest one: enough to tell present from absent. With it, the oldest
+  // window, and in *newer how many slices after it (younger) hold the key too, valid, in a row.
   std::int64_t oldest_window(const detail::KeyProbes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
-                             bool oldest = true) const;
+                             std::size_t* newer = nullptr) const;
   // Whether valid_ and valid_by_phase_ hold at now_ns: the layout is the one they were computed for, and
   // `now` is still in the span over which no slice changes state (inline: the in-place path asks per key).
   bool valid_cache_current(std::int64_t now_ns) const noexcept {
@@ -143,7 +144,7 @@ class TimeLimitedFilter final : public Filter {
   // Sets *age (when age is not null) for a present key.
   bool test_and_insert_probes(const detail::KeyProbes& probes, TimePoint now, LocatedRows& located,
                               std::optional<Duration>* age = nullptr);
-  Duration sighting_age(const detail::KeyProbes& probes, std::size_t oldest_window, std::int64_t now_ns) const;
+  Duration sighting_age(std::size_t oldest_window, std::size_t newer, std::int64_t now_ns) const;
   void insert(const detail::KeyProbes& probes, std::int64_t now_ns, const LocatedRows* located = nullptr);
   // The reset, early generation end or slide due before an insertion at now_ns; none when insertion_ready.
   bool insertion_ready(std::int64_t now_ns) const noexcept;
