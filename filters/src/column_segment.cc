@@ -120,10 +120,13 @@ bool ColumnSegment::locate_any_run_scalar(const KeyProbes& probes, const std::ui
 
 std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid,
                                        std::uint32_t* newer) const noexcept {
-  if (!vector_runs()) return oldest_run_scalar(cell_starts, valid, newer);
-  alignas(64) std::array<std::uint64_t, kMaxProbes> x;
-  const RunStart run = oldest_run_start_vector(cell_starts, valid, x.data());
-  return age_of_run(x.data(), run, newer);
+  std::array<std::uint64_t, kMaxProbes> x;
+  load_cells(cell_starts, valid, x.data());
+  return oldest_run_in(x.data(), newer);
+}
+
+std::int64_t ColumnSegment::oldest_run_in(const std::uint64_t* cells, std::uint32_t* newer) const noexcept {
+  return age_of_run(cells, vector_runs() ? oldest_run_start_vector(cells) : oldest_run_start(cells), newer);
 }
 
 std::int64_t ColumnSegment::oldest_run_scalar(const std::uint64_t* cell_starts, const std::uint64_t* valid,

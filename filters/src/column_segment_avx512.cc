@@ -31,7 +31,7 @@
 namespace bloomgate::filters::detail {
 
 __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_vector(
-    const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept {
+    const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts, std::uint64_t* x) const noexcept {
   const auto* bytes = cells_.data();
   const __m512i h1 = _mm512_set1_epi64(static_cast<long long>(probes.key().value));
   const __m512i h2 = _mm512_set1_epi64(static_cast<long long>(second_probe_hash(probes.key())));
@@ -40,7 +40,6 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
   const __m512i width = _mm512_set1_epi64(width_);
   const __m512i low_three = _mm512_set1_epi64(7);
   const __m128i width_count = _mm_cvtsi64_si128(width_);
-  alignas(64) std::uint64_t x[kMaxProbes];
   alignas(64) std::uint64_t x_down[kMaxProbes];
   for (std::uint32_t b = 0; b < k_; b += 8) {
     const auto lanes = static_cast<__mmask8>(k_ - b >= 8 ? 0xFFU : (1U << (k_ - b)) - 1);
@@ -57,7 +56,7 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
     const __m512i words = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), lanes, _mm512_srli_epi64(start, 3), bytes, 1);
     const __m512i cells = _mm512_and_si512(_mm512_srlv_epi64(words, _mm512_and_si512(start, low_three)),
                                            _mm512_maskz_loadu_epi64(lanes, valid + b));
-    _mm512_store_si512(x + b, cells);
+    _mm512_storeu_si512(x + b, cells);
     _mm512_store_si512(x_down + b, _mm512_srli_epi64(_mm512_or_si512(cells, _mm512_sll_epi64(cells, width_count)), 1));
   }
   RunSearch search;
@@ -102,21 +101,14 @@ std::uint64_t lanes_with_slot(Lanes16 v, std::uint32_t slot) {
 // oldest_run_start with the sixteen phases in lanes: the suffix ANDs S_b and the prefix ANDs in four steps
 // each (by 1, 2, 4 and 8 lanes), the run words S_b & down_a_slot(P_b) in every lane at once, their slots ORed
 // across the lanes, and the phases whose word has the slot found as a lane mask.
-ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(
-    const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t* x) const noexcept {
-  const auto* bytes = cells_.data();
-  const __m512i low_three = _mm512_set1_epi64(7);
+ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(const std::uint64_t* x) const noexcept {
   const __m512i ones = _mm512_set1_epi64(static_cast<long long>(cell_mask_));
   const auto live = static_cast<__mmask16>(k_ == 16 ? 0xFFFFU : (1U << k_) - 1);
-  const auto cells_of = [&](std::uint32_t b, __mmask8 lanes) {
-    const __m512i start = _mm512_maskz_loadu_epi64(lanes, cell_starts + b);
-    const __m512i words = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), lanes, _mm512_srli_epi64(start, 3), bytes, 1);
-    const __m512i cells = _mm512_and_si512(_mm512_srlv_epi64(words, _mm512_and_si512(start, low_three)),
-                                           _mm512_maskz_loadu_epi64(lanes, valid + b));
-    _mm512_storeu_si512(x + b, cells);
-    return _mm512_mask_mov_epi64(ones, lanes, cells);  // lanes from k on: every slot, for the suffix ANDs
-  };
-  const Lanes16 cells{cells_of(0, static_cast<__mmask8>(live)), cells_of(8, static_cast<__mmask8>(live >> 8))};
+  const Lanes16 masked{_mm512_maskz_loadu_epi64(static_cast<__mmask8>(live), x),
+                       _mm512_maskz_loadu_epi64(static_cast<__mmask8>(live >> 8), x + 8)};
+  // Lanes from k on hold every slot, for the suffix ANDs.
+  const Lanes16 cells{_mm512_mask_mov_epi64(ones, static_cast<__mmask8>(live), masked.low),
+                      _mm512_mask_mov_epi64(ones, static_cast<__mmask8>(live >> 8), masked.high)};
   Lanes16 suffix = cells & lanes_down<1>(cells, ones);
   suffix = suffix & lanes_down<2>(suffix, ones);
   suffix = suffix & lanes_down<4>(suffix, ones);
@@ -148,8 +140,6 @@ ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(
   const auto slot = static_cast<std::uint32_t>(std::countr_zero(wraps ? slots : slots_from_oldest));
   RunStart run = first_phase(slot, lanes_with_slot(Lanes16{runs_low, runs_high}, slot), wraps, oldest);
   // The columns after the run: phases run.phase..k-1 of the next slot, then every phase of the one after.
-  const Lanes16 masked{_mm512_maskz_mov_epi64(static_cast<__mmask8>(live), cells.low),
-                       _mm512_maskz_mov_epi64(static_cast<__mmask8>(live >> 8), cells.high)};
   const std::uint32_t next_slot = slot + 1 == width_ ? 0 : slot + 1;
   const std::uint32_t slot_after = next_slot + 1 == width_ ? 0 : next_slot + 1;
   run.following = lanes_with_slot(masked, next_slot) >> run.phase | lanes_with_slot(masked, slot_after) << (k_ - run.phase);

@@ -126,22 +126,23 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
   // Whether any run holds the key first (most keys of a stream are new); which run is the oldest only then,
   // from the cells that answer already read.
   const ColumnSegment& segment = *segments_.front();
-  bool any = false;
-  if (located_in(segment, *located)) {
-    any = segment.any_run(located->start.data(), valid_by_phase_.data());
-  } else if (requests_cells_first()) {  // from contains(); test_and_insert has located them above
-    prefetch_first_lines(probes, *located);
-    any = segment.any_run(located->start.data(), valid_by_phase_.data());
-  } else {
+  std::uint32_t newer_columns = 0;
+  std::int64_t run = -1;
+  if (located_in(segment, *located) || requests_cells_first()) {
+    if (!located_in(segment, *located)) prefetch_first_lines(probes, *located);  // contains(); test_and_insert did
+    const bool any = segment.any_run(located->start.data(), valid_by_phase_.data());
+    if (!any || newer == nullptr) return any ? 0 : -1;
+    run = segment.oldest_run(located->start.data(), valid_by_phase_.data(), &newer_columns);
+  } else {  // in cache: the cells the query read answer for the oldest run too
     located->segment = &segment;
     located->layout_version = layout_version_;
-    any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data());
+    alignas(64) std::array<std::uint64_t, detail::kMaxProbes> cells;
+    const bool any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data(), cells.data());
+    if (!any || newer == nullptr) return any ? 0 : -1;
+    run = segment.oldest_run_after_query(located->start.data(), valid_by_phase_.data(), cells.data(), &newer_columns);
   }
-  if (!any || newer == nullptr) return any ? 0 : -1;
-  std::uint32_t newer_columns = 0;
-  const std::int64_t window = window_of_run(segment.oldest_run(located->start.data(), valid_by_phase_.data(), &newer_columns));
   *newer = newer_columns;
-  return window;
+  return window_of_run(run);
 }
 
 // The position of the window whose oldest slice has age rank `age` (ColumnSegment::oldest_run), or -1.
@@ -303,11 +304,13 @@ bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes, std::i
                                                  std::optional<Duration>* age) {
   latest_now_ns_ = now_ns;
   std::array<std::uint64_t, detail::kMaxProbes> cell_starts;
+  alignas(64) std::array<std::uint64_t, detail::kMaxProbes> cells;
   const ColumnSegment& segment = *segments_.front();
-  const bool present = segment.locate_any_run(probes, valid_by_phase_.data(), cell_starts.data());
+  const bool present = segment.locate_any_run(probes, valid_by_phase_.data(), cell_starts.data(), cells.data());
   if (present && age != nullptr) {
     std::uint32_t newer = 0;
-    const std::int64_t window = window_of_run(segment.oldest_run(cell_starts.data(), valid_by_phase_.data(), &newer));
+    const std::int64_t window =
+        window_of_run(segment.oldest_run_after_query(cell_starts.data(), valid_by_phase_.data(), cells.data(), &newer));
     *age = sighting_age(static_cast<std::size_t>(window), newer, now_ns);
   }
   if (present && !refresh_on_duplicate_) return true;

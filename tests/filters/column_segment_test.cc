@@ -200,8 +200,13 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
         for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(fused[b], cell_starts[b]) << "phase " << b;
         if (segment.vector_query()) {
           std::array<std::uint64_t, detail::kMaxProbes> vector{};
-          ASSERT_EQ(segment.locate_any_run_vector(key_probes, by_phase.data(), vector.data()), window >= 0);
+          std::array<std::uint64_t, detail::kMaxProbes> cells{};
+          ASSERT_EQ(segment.locate_any_run_vector(key_probes, by_phase.data(), vector.data(), cells.data()),
+                    window >= 0);
           for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(vector[b], cell_starts[b]) << "phase " << b;
+          std::uint32_t newer_in_cells = 0;  // from the cells the vector query kept
+          ASSERT_EQ(segment.oldest_run_after_query(vector.data(), by_phase.data(), cells.data(), &newer_in_cells), run);
+          ASSERT_EQ(newer_in_cells, holding_after);
         }
       }
     }
@@ -223,7 +228,8 @@ TEST(ColumnSegment, VectorQueryFindsTheScalarCellsInLargeTables) {
     const detail::KeyProbes probes(KeyHash{rng()}, k);
     std::array<std::uint64_t, detail::kMaxProbes> scalar{};
     std::array<std::uint64_t, detail::kMaxProbes> vector{};
-    ASSERT_EQ(segment.locate_any_run_vector(probes, valid.data(), vector.data()),
+    std::array<std::uint64_t, detail::kMaxProbes> cells{};
+    ASSERT_EQ(segment.locate_any_run_vector(probes, valid.data(), vector.data(), cells.data()),
               segment.locate_any_run_scalar(probes, valid.data(), scalar.data()));
     for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(vector[b], scalar[b]) << "trial " << trial << ", phase " << b;
   }

@@ -90,20 +90,33 @@ class ColumnSegment {
                           std::uint32_t* newer = nullptr) const noexcept;
   std::int64_t oldest_run_scalar(const std::uint64_t* cell_starts, const std::uint64_t* valid,
                                  std::uint32_t* newer = nullptr) const noexcept;
+  // The same from the cells masked by `valid` (load_cells' x).
+  std::int64_t oldest_run_in(const std::uint64_t* cells, std::uint32_t* newer = nullptr) const noexcept;
+  // The same after locate_any_run() with these arrays: from the cells the vector query kept, without
+  // reading them again; after the scalar query (which keeps none), from cell_starts.
+  std::int64_t oldest_run_after_query(const std::uint64_t* cell_starts, const std::uint64_t* valid,
+                                      const std::uint64_t* cells, std::uint32_t* newer = nullptr) const noexcept {
+    return vector_query_ ? oldest_run_in(cells, newer) : oldest_run(cell_starts, valid, newer);
+  }
   bool vector_runs() const noexcept { return vector_query_ && k_ <= kVectorRunPhases; }
   // Whether such a run exists (the same search without locating the oldest).
   bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
   // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), eight
   // phases at a time (locate_any_run_vector); else one pass over the phases, each probe value computed
-  // where its cell is read (locate_any_run_scalar, DescendingProbes). Same answers and cells.
-  bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept {
-    return vector_query_ ? locate_any_run_vector(probes, valid, cell_starts)
+  // where its cell is read (locate_any_run_scalar, DescendingProbes). Same answers and cells. The vector
+  // form also keeps the cells masked by `valid` in `cells`, for oldest_run_after_query (an extra store per
+  // phase made the scalar loop slower, so it keeps none). Both arrays need kMaxProbes words (the vector
+  // form writes whole groups of eight).
+  bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
+                      std::uint64_t* cells) const noexcept {
+    return vector_query_ ? locate_any_run_vector(probes, valid, cell_starts, cells)
                          : locate_any_run_scalar(probes, valid, cell_starts);
   }
   bool locate_any_run_scalar(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
   // Requires vector_query(): the CPU has AVX-512 F and DQ, the cells are narrow and the rows fewer than 2^32
   // (column_segment_avx512.cc).
-  bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
+  bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
+                             std::uint64_t* cells) const noexcept;
   bool vector_query() const noexcept { return vector_query_; }
   // `valid` by age rank (bit a of valid_by_age = the column of age rank a, oldest first) regrouped by phase,
   // into out[0..k).
@@ -191,10 +204,8 @@ class ColumnSegment {
   OldestColumn oldest_column() const noexcept;
   // The oldest run from the masked cells by phase.
   RunStart oldest_run_start(const std::uint64_t* x) const noexcept;
-  // The same with AVX-512 F and DQ (vector_runs()), the cells read from `cell_starts` into x[0..k) on the
-  // way (column_segment_avx512.cc).
-  RunStart oldest_run_start_vector(const std::uint64_t* cell_starts, const std::uint64_t* valid,
-                                   std::uint64_t* x) const noexcept;
+  // The same with AVX-512 F and DQ (vector_runs(); column_segment_avx512.cc).
+  RunStart oldest_run_start_vector(const std::uint64_t* x) const noexcept;
   static constexpr std::uint32_t kVectorRunPhases = 16;  // two registers of eight lanes
   std::int64_t age_of_run(const std::uint64_t* x, RunStart run, std::uint32_t* newer) const noexcept;
   static RunStart first_phase(std::uint32_t slot, std::uint64_t phases, bool wraps, const OldestColumn& oldest) noexcept;
