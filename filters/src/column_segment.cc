@@ -196,14 +196,14 @@ std::uint32_t ColumnSegment::holding_after_run(const std::uint64_t* x, std::uint
   if (const auto held = static_cast<std::uint32_t>(std::countr_one(run.following)); held < run.following_span) {
     return std::min(held, live_after);
   }
-  std::uint32_t slot = run.slot + 1 == width_ ? 0 : run.slot + 1;
+  std::uint32_t slot = next_slot(run.slot);
   std::uint32_t phase = run.phase;
   std::uint32_t count = 0;
   for (std::uint32_t a = age + k_; a < live_ && ((x[phase] >> slot) & 1U) != 0; ++a) {
     ++count;
     if (++phase == k_) {
       phase = 0;
-      if (++slot == width_) slot = 0;
+      slot = next_slot(slot);
     }
   }
   return count;
@@ -235,7 +235,7 @@ void ColumnSegment::valid_by_phase(const std::uint64_t* valid_by_age, std::uint6
     if (((valid_by_age[a / 64] >> (a % 64)) & 1U) != 0) out[phase] |= std::uint64_t{1} << slot;
     if (++phase == k_) {
       phase = 0;
-      if (++slot == width_) slot = 0;
+      slot = next_slot(slot);
     }
   }
 }

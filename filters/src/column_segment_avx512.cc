@@ -140,9 +140,9 @@ ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(const std::uint64
   const auto slot = static_cast<std::uint32_t>(std::countr_zero(wraps ? slots : slots_from_oldest));
   RunStart run = first_phase(slot, lanes_with_slot(Lanes16{runs_low, runs_high}, slot), wraps, oldest);
   // The columns after the run: phases run.phase..k-1 of the next slot, then every phase of the one after.
-  const std::uint32_t next_slot = slot + 1 == width_ ? 0 : slot + 1;
-  const std::uint32_t slot_after = next_slot + 1 == width_ ? 0 : next_slot + 1;
-  run.following = lanes_with_slot(masked, next_slot) >> run.phase | lanes_with_slot(masked, slot_after) << (k_ - run.phase);
+  const std::uint32_t following_slot = next_slot(slot);
+  run.following = lanes_with_slot(masked, following_slot) >> run.phase |
+                  lanes_with_slot(masked, next_slot(following_slot)) << (k_ - run.phase);
   run.following_span = 2 * k_ - run.phase;
   return run;
 }

@@ -36,8 +36,8 @@ constexpr std::size_t kRowBatchLookahead = 1;
 
 // How many slices before position `window` (newer) hold the key, in a row.
 template <typename Holds>
-std::size_t holding_before(std::size_t window, const Holds& holds) {
-  std::size_t count = 0;
+std::uint32_t holding_before(std::size_t window, const Holds& holds) {
+  std::uint32_t count = 0;
   for (std::size_t p = window; p > 0 && holds(p - 1); --p) ++count;
   return count;
 }
@@ -107,7 +107,7 @@ bool TimeLimitedFilter::contains_at(const KeyProbes& probes, std::int64_t now_ns
 // The walk's answer. One segment (a steady rate): the runs of k found among the key's k cells
 // (ColumnSegment::oldest_run). Several (for up to a TTL after a rate change): the walk.
 std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int64_t now_ns, LocatedRows* located,
-                                              std::size_t* newer) const {
+                                              std::uint32_t* newer) const {
   const std::vector<std::uint64_t>& valid = valid_bits(now_ns);
   LocatedRows here;
   if (located == nullptr) located = &here;
@@ -126,23 +126,19 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
   // Whether any run holds the key first (most keys of a stream are new); which run is the oldest only then,
   // from the cells that answer already read.
   const ColumnSegment& segment = *segments_.front();
-  std::uint32_t newer_columns = 0;
-  std::int64_t run = -1;
   if (located_in(segment, *located) || requests_cells_first()) {
     if (!located_in(segment, *located)) prefetch_first_lines(probes, *located);  // contains(); test_and_insert did
     const bool any = segment.any_run(located->start.data(), valid_by_phase_.data());
     if (!any || newer == nullptr) return any ? 0 : -1;
-    run = segment.oldest_run(located->start.data(), valid_by_phase_.data(), &newer_columns);
-  } else {  // in cache: the cells the query read answer for the oldest run too
-    located->segment = &segment;
-    located->layout_version = layout_version_;
-    alignas(64) std::array<std::uint64_t, detail::kMaxProbes> cells;
-    const bool any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data(), cells.data());
-    if (!any || newer == nullptr) return any ? 0 : -1;
-    run = segment.oldest_run_after_query(located->start.data(), valid_by_phase_.data(), cells.data(), &newer_columns);
+    return window_of_run(segment.oldest_run(located->start.data(), valid_by_phase_.data(), newer));
   }
-  *newer = newer_columns;
-  return window_of_run(run);
+  // In cache: the cells the query read answer for the oldest run too.
+  located->segment = &segment;
+  located->layout_version = layout_version_;
+  alignas(64) std::array<std::uint64_t, detail::kMaxProbes> cells;
+  const bool any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data(), cells.data());
+  if (!any || newer == nullptr) return any ? 0 : -1;
+  return window_of_run(segment.oldest_run_after_query(located->start.data(), valid_by_phase_.data(), cells.data(), newer));
 }
 
 // The position of the window whose oldest slice has age rank `age` (ColumnSegment::oldest_run), or -1.
@@ -240,7 +236,7 @@ bool TimeLimitedFilter::test_and_insert_probes(const KeyProbes& probes, TimePoin
                                               std::optional<Duration>* age) {
   const std::int64_t now_ns = clamp(now);
   latest_now_ns_ = now_ns;
-  std::size_t newer = 0;
+  std::uint32_t newer = 0;
   const std::int64_t window = oldest_window(probes, now_ns, &located, age != nullptr ? &newer : nullptr);
   const bool present = window >= 0;
   if (present && age != nullptr) *age = sighting_age(static_cast<std::size_t>(window), newer, now_ns);  // before a slide

@@ -63,6 +63,7 @@ class ColumnSegment {
     return (column % k_) * table_words_ * 64 + slot_of(column);
   }
   std::uint32_t slot_of(std::uint32_t column) const noexcept { return column / k_; }
+  std::uint32_t next_slot(std::uint32_t slot) const noexcept { return slot + 1 == width_ ? 0 : slot + 1; }  // mod w
   bool test(std::uint64_t row, std::uint32_t column) const noexcept {
     const std::uint64_t bit = column_base(column) + row * width_;
     return ((cells_[bit >> 6] >> (bit & 63)) & 1U) != 0;

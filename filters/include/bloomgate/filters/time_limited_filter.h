@@ -118,7 +118,7 @@ class TimeLimitedFilter final : public Filter {
   // position (0) may stand for the oldest one: enough to tell present from absent. With it, the oldest
   // window, and in *newer how many slices after it (younger) hold the key too, valid, in a row.
   std::int64_t oldest_window(const detail::KeyProbes& probes, std::int64_t now_ns, LocatedRows* located = nullptr,
-                             std::size_t* newer = nullptr) const;
+                             std::uint32_t* newer = nullptr) const;
   // Whether valid_ and valid_by_phase_ hold at now_ns: the layout is the one they were computed for, and
   // `now` is still in the span over which no slice changes state (inline: the in-place path asks per key).
   bool valid_cache_current(std::int64_t now_ns) const noexcept {
