@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <stdexcept>
 
 #include "bloomgate/app/build_info.h"
 #include "bloomgate/app/demo_command.h"
@@ -10,6 +11,7 @@
 #include "bloomgate/app/run_command.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/config/duration.h"
+#include "bloomgate/filters/vector_query.h"
 
 namespace {
 
@@ -181,6 +183,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), bloomgate::app::kExitUsage);
+  }
+  try {
+    bloomgate::filters::vector_query_in_use();  // its environment variable, refused before any subcommand starts
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "bloomgate: " << e.what() << '\n';
+    return bloomgate::app::kExitUsage;
   }
   if (app.got_subcommand("filter")) return run_filter(filter_options, type_name);
   if (app.got_subcommand("validate")) return run_validate(config_path);

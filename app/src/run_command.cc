@@ -12,6 +12,7 @@
 #include "bloomgate/app/service_metrics.h"
 #include "bloomgate/app/service_workers.h"
 #include "bloomgate/app/stop_signals.h"
+#include "bloomgate/filters/vector_query.h"
 
 namespace bloomgate::app {
 
@@ -72,8 +73,8 @@ int run_service_command(const RunCommandOptions& options) {
     const config::Config effective = config;
     ServiceWorkers workers(std::move(config), std::move(service_options));
     const ServiceEndpoints endpoints(workers, effective, effective.metrics.listen);
-    spdlog::info("metrics, health and readiness at http://{}/metrics, /healthz, /readyz; malloc: {}", endpoints.address(),
-                 allocator_name());
+    spdlog::info("metrics, health and readiness at http://{}/metrics, /healthz, /readyz; malloc: {}; {}",
+                 endpoints.address(), allocator_name(), filters::describe_vector_query());
     const RunResult result = workers.run();
     const ServiceSnapshot totals = workers.snapshot();
     spdlog::info("stopped: consumed {}, forwarded {}, duplicates {}, dead-lettered {}", totals.consumed,

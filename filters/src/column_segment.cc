@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "bloomgate/filters/format.h"
+#include "bloomgate/filters/vector_query.h"
 
 #include "target_clones.h"
 #include "tlbf_probes.h"
@@ -23,16 +24,6 @@ std::uint64_t bits_at(const std::uint64_t* src, std::uint64_t bit) noexcept {
   const unsigned shift = bit & 63;
   // (x << 1) << (63 - shift) is x << (64 - shift) without the undefined shift by 64 when shift is 0.
   return (p[0] >> shift) | ((p[1] << 1) << (63 - shift));
-}
-
-// AVX-512 F and DQ (their registers saved by the OS included, which GCC's check asks of the CPU's XCR0).
-// __builtin_cpu_init first: a segment built by a static initializer may run before libgcc's own.
-bool cpu_has_vector_query() noexcept {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  }();
-  return has;
 }
 
 std::uint32_t cycle_columns(std::uint32_t slices, std::uint32_t k) noexcept {
@@ -53,7 +44,7 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       index_of_phase_(k, 0),
       table_start_(k),
       cubic_of_phase_(k, 0),
-      vector_query_(cpu_has_vector_query() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits) {
+      vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits) {
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
 }
 

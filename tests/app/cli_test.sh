@@ -63,6 +63,14 @@ check "validate shows where a secret comes from" '    sasl.password: ${env:KAFKA
 parts=$("$bin" validate --config <(printf 'kafka: {brokers: k:9092}\npipelines:\n  - name: a\n    input: x\n    output: y\n    ttl: 1m\n    key:\n      parts:\n        - {from: json, pointer: /tenant, lowercase: true}\n        - {from: header, name: region}\n'))
 check "validate prints the key parts" $'    key:\n      parts:\n        - {from: json, pointer: /tenant, lowercase: true}\n        - {from: header, name: region}\n      empty_is_error: true' "$(grep -A4 '^    key:' <<<"$parts")"
 
+# BLOOMGATE_FILTER_VECTOR_QUERY (filters/vector_query.h): off gives the same answers; a bad value stops every
+# subcommand before it starts, the service before it reaches any broker.
+out=$(printf 'a\nb\na\n' | BLOOMGATE_FILTER_VECTOR_QUERY=off "$bin" filter); check "the scalar query forwards new keys" $'a\nb' "$out"
+err=$(printf 'a\n' | BLOOMGATE_FILTER_VECTOR_QUERY=fast "$bin" filter 2>&1); check "a bad query switch exits 2" 2 $?
+check "a bad query switch explained" 'bloomgate: BLOOMGATE_FILTER_VECTOR_QUERY="fast": expected auto or off' "$err"
+err=$(BLOOMGATE_FILTER_VECTOR_QUERY=fast timeout 20 "$bin" run --config "$example" 2>&1); check "run refuses a bad query switch" 2 $?
+check "run explains a bad query switch" 'bloomgate: BLOOMGATE_FILTER_VECTOR_QUERY="fast": expected auto or off' "$err"
+
 rm -f /tmp/bloomgate-cli-err.$$ /tmp/bloomgate-cli-bad.$$.yaml
 echo "cli checks: $((checks - failures)) of $checks passed"
 exit $((failures > 0))

@@ -218,7 +218,7 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
 TEST(ColumnSegment, VectorQueryFindsTheScalarCellsInLargeTables) {
   const std::uint32_t k = 2;
   detail::ColumnSegment segment((std::uint64_t{1} << 25) + 12345, 3, k);
-  if (!segment.vector_query()) GTEST_SKIP() << "the CPU has no AVX-512 F and DQ";
+  if (!segment.vector_query()) GTEST_SKIP() << "the vector query is off or the CPU has no AVX-512 F and DQ";
   push_cycling(segment, 3, k);
   std::mt19937_64 rng(86);
   for (int i = 0; i < 200000; ++i) segment.set(rng() % segment.rows(), static_cast<std::uint32_t>(rng() % 3));
