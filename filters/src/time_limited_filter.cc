@@ -263,10 +263,13 @@ Duration TimeLimitedFilter::sighting_age(std::size_t oldest_window, std::size_t 
 
 // A segment in cache: the query computes the values and reads the cells itself. Out of the caches, and for
 // the walk over several segments, the cells are requested first, before anything else the query does.
-bool TimeLimitedFilter::requests_cells_first() const noexcept {
+[[gnu::always_inline]] inline bool TimeLimitedFilter::requests_cells_first() const noexcept {
   return segments_.size() > 1 || segments_.front()->storage_bits() >= kRequestCellsFirstBits;
 }
 
+// The in-cache path is one function: the steps of test_and_insert_key that it takes are always inlined (the
+// calls between them cost 4 to 7% of an operation in cache; docs/decisions/tlbf-query-experiments.md, "Kept:
+// the in-place path in one function").
 bool TimeLimitedFilter::test_and_insert(KeyHash key, TimePoint now) { return test_and_insert_key(key, now, nullptr); }
 
 Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now) {
@@ -277,7 +280,8 @@ Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now)
 
 // The one-call path: the cells requested first (out of the caches, several segments), or the in-place
 // path when it applies, else the query and then the insertion.
-bool TimeLimitedFilter::test_and_insert_key(KeyHash key, TimePoint now, std::optional<Duration>* age) {
+[[gnu::always_inline]] inline bool TimeLimitedFilter::test_and_insert_key(KeyHash key, TimePoint now,
+                                                                        std::optional<Duration>* age) {
   const KeyProbes probes(key, params_.k);
   LocatedRows located;
   if (requests_cells_first()) {
@@ -290,14 +294,15 @@ bool TimeLimitedFilter::test_and_insert_key(KeyHash key, TimePoint now, std::opt
 
 // One segment in cache, and nothing to do before an insertion but setting bits: the validity and the
 // insertion region are current, and no reset, early generation end or slide is due.
-bool TimeLimitedFilter::inserts_in_place(std::int64_t now_ns) const noexcept {
+[[gnu::always_inline]] inline bool TimeLimitedFilter::inserts_in_place(std::int64_t now_ns) const noexcept {
   return valid_cache_current(now_ns) && region_version_ == layout_version_ && insertion_ready(now_ns);
 }
 
 // The query of one segment in cache (ColumnSegment::locate_any_run), the sighting's age when asked and the
 // key is present, then the insertion into the cells it located, with no lookup in between.
-bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes, std::int64_t now_ns,
-                                                 std::optional<Duration>* age) {
+[[gnu::always_inline]] inline bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes,
+                                                                             std::int64_t now_ns,
+                                                                             std::optional<Duration>* age) {
   latest_now_ns_ = now_ns;
   std::array<std::uint64_t, detail::kMaxProbes> cell_starts;
   alignas(64) std::array<std::uint64_t, detail::kMaxProbes> cells;
@@ -315,7 +320,7 @@ bool TimeLimitedFilter::test_and_insert_in_place(const KeyProbes& probes, std::i
   return present;
 }
 
-void TimeLimitedFilter::set_region_bits(const std::uint64_t* cell_starts) {
+[[gnu::always_inline]] inline void TimeLimitedFilter::set_region_bits(const std::uint64_t* cell_starts) {
   std::uint64_t* cells = region_[0].cells;  // one segment: every slice's
   for (std::uint32_t b = 0; b < params_.k; ++b) detail::set_cell_bit(cells, cell_starts[b] + region_slot_by_phase_[b]);
 }
@@ -380,7 +385,7 @@ void TimeLimitedFilter::insert(const KeyProbes& probes, std::int64_t now_ns, con
   count_insertion(now_ns);
 }
 
-void TimeLimitedFilter::count_insertion(std::int64_t now_ns) {
+[[gnu::always_inline]] inline void TimeLimitedFilter::count_insertion(std::int64_t now_ns) {
   ++region_inserted_;
   if (valid_has_expired_unstamped_ && now_ns != last_insert_ns_) ++layout_version_;
   last_insert_ns_ = now_ns;
