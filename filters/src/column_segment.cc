@@ -44,7 +44,8 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       index_of_phase_(k, 0),
       table_start_(k),
       cubic_of_phase_(k, 0),
-      vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits) {
+      vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits),
+      gathers_cells_(storage_bits() > kGatherCellsBits) {
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
 }
 

@@ -7,7 +7,9 @@
 // unaligned 64-bit words, the cells masked by validity and moved down a slot. The run search then reads
 // the k cells in phase order as the scalar query does: its chain is two operations per phase, shorter
 // than the lanes' shuffles a vector prefix would take (docs/decisions/tlbf-query-experiments.md, "The
-// vector query").
+// vector query"). A segment of at most kGatherCellsBits (column_segment.h) skips the gathers: the run
+// search loads each cell itself, from the starts the lanes computed, which is faster where the cells sit
+// in the first-level cache ("Kept: cells loaded one by one in small segments").
 //
 // fast_range(v, rows) is the high 64 bits of v * rows. With rows < 2^32 (required by vector_query()), and
 // v = v_hi 2^32 + v_lo, that is (v_hi rows + (v_lo rows >> 32)) >> 32, from two 32 x 32 -> 64-bit
@@ -52,7 +54,8 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
     const __m512i row = _mm512_srli_epi64(_mm512_add_epi64(high, _mm512_srli_epi64(low, 32)), 32);
     const __m512i start =
         _mm512_add_epi64(_mm512_maskz_loadu_epi64(lanes, table_start_.data() + b), _mm512_mul_epu32(row, width));
-    _mm512_mask_storeu_epi64(cell_starts + b, lanes, start);
+    _mm512_storeu_si512(cell_starts + b, start);  // whole groups: a masked store is not forwarded to loads
+    if (!gathers_cells_) continue;
     const __m512i words = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), lanes, _mm512_srli_epi64(start, 3), bytes, 1);
     const __m512i cells = _mm512_and_si512(_mm512_srlv_epi64(words, _mm512_and_si512(start, low_three)),
                                            _mm512_maskz_loadu_epi64(lanes, valid + b));
@@ -60,7 +63,15 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
     _mm512_store_si512(x_down + b, _mm512_srli_epi64(_mm512_or_si512(cells, _mm512_sll_epi64(cells, width_count)), 1));
   }
   RunSearch search;
-  for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], x_down[b]);
+  if (gathers_cells_) {
+    for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], x_down[b]);
+  } else {
+    const auto* cell_bytes = reinterpret_cast<const unsigned char*>(bytes);
+    for (std::uint32_t b = 0; b < k_; ++b) {
+      x[b] = bits_from(cell_bytes, cell_starts[b]) & valid[b];
+      search.feed(x[b], (x[b] | x[b] << width_) >> 1);
+    }
+  }
   return search.found(cell_mask_);
 }
 

@@ -235,6 +235,53 @@ TEST(ColumnSegment, VectorQueryFindsTheScalarCellsInLargeTables) {
   }
 }
 
+// The vector query gathers the cells of a segment over kGatherCellsBits and loads them one by one in a
+// smaller one: either way every key's answer, cell starts and kept cells are the scalar query's, for k of 1
+// to 20 (one to three groups of eight phases, whole and partial), a wrapped ring, about half the bits set
+// and every other trial a random stretch of the oldest columns invalid. Seed 87.
+TEST(ColumnSegment, VectorQueryGatheredOrLoadedOneByOneFindsTheScalarAnswers) {
+  std::mt19937_64 rng(87);
+  for (const std::uint32_t k : {1U, 7U, 8U, 9U, 14U, 16U, 17U, 20U}) {
+    const std::uint32_t width = 3 * k + 2;
+    const std::uint64_t columns_c = detail::ColumnSegment(1, width, k).columns() + 1;
+    const std::uint64_t large_rows = detail::ColumnSegment::kGatherCellsBits / columns_c + 4096;
+    for (const std::uint64_t rows : {std::uint64_t{300}, large_rows}) {
+      detail::ColumnSegment segment(rows, width, k);
+      if (!segment.vector_query()) GTEST_SKIP() << "the vector query is off or the CPU has no AVX-512 F and DQ";
+      ASSERT_EQ(segment.gathers_cells(), segment.storage_bits() > detail::ColumnSegment::kGatherCellsBits);
+      ASSERT_EQ(segment.gathers_cells(), rows == large_rows) << "k " << k;
+      std::vector<std::uint32_t> index_of = push_cycling(segment, width, k);
+      for (std::uint32_t i = 0; i < width / 2; ++i) segment.pop();
+      push_cycling(segment, width / 2, k, index_of);
+      for (std::uint64_t i = 0; i < rows * columns_c / 2; ++i) {
+        segment.set(rng() % rows, static_cast<std::uint32_t>(rng() % columns_c));
+      }
+      const std::uint32_t n = segment.live();
+      for (int trial = 0; trial < 2000; ++trial) {
+        std::vector<std::uint64_t> valid((n + 63) / 64 + 1, 0);
+        const std::uint32_t expired = trial % 2 == 0 ? 0 : static_cast<std::uint32_t>(rng() % (n + 1));
+        for (std::uint32_t age = expired; age < n; ++age) valid[age / 64] |= std::uint64_t{1} << (age % 64);
+        std::array<std::uint64_t, detail::kMaxProbes> by_phase{};
+        segment.valid_by_phase(valid.data(), by_phase.data());
+        const detail::KeyProbes probes(KeyHash{rng()}, k);
+        std::array<std::uint64_t, detail::kMaxProbes> scalar{};
+        std::array<std::uint64_t, detail::kMaxProbes> vector{};
+        std::array<std::uint64_t, detail::kMaxProbes> cells{};
+        const bool found = segment.locate_any_run_scalar(probes, by_phase.data(), scalar.data());
+        ASSERT_EQ(segment.locate_any_run_vector(probes, by_phase.data(), vector.data(), cells.data()), found)
+            << "k " << k << ", rows " << rows << ", trial " << trial;
+        for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(vector[b], scalar[b]) << "k " << k << ", phase " << b;
+        std::uint32_t newer = 0;
+        std::uint32_t newer_in_cells = 0;
+        const std::int64_t run = segment.oldest_run(scalar.data(), by_phase.data(), &newer);
+        ASSERT_EQ(run >= 0, found);
+        ASSERT_EQ(segment.oldest_run_in(cells.data(), &newer_in_cells), run) << "k " << k << ", rows " << rows;
+        ASSERT_EQ(newer_in_cells, newer);
+      }
+    }
+  }
+}
+
 // Retiring the oldest column clears its bit in every row and no other; a repacked segment (another
 // column count, so another cell width) holds the same bits by age.
 TEST(ColumnSegment, PopAndRepackKeepEveryOtherBit) {
