@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <immintrin.h>
+#include <unistd.h>
 
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/vector_query.h"
@@ -45,8 +46,16 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       table_start_(k),
       cubic_of_phase_(k, 0),
       vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits),
-      gathers_cells_(storage_bits() > kGatherCellsBits) {
+      gathers_cells_(storage_bits() > gather_cells_bits()) {
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
+}
+
+std::uint64_t ColumnSegment::gather_cells_bits() noexcept {
+  static const std::uint64_t bits = [] {
+    const long bytes = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return 8 * (bytes > 0 ? static_cast<std::uint64_t>(bytes) : std::uint64_t{1} << 20);
+  }();
+  return bits;
 }
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {

@@ -7,9 +7,10 @@
 // unaligned 64-bit words, the cells masked by validity and moved down a slot. The run search then reads
 // the k cells in phase order as the scalar query does: its chain is two operations per phase, shorter
 // than the lanes' shuffles a vector prefix would take (docs/decisions/tlbf-query-experiments.md, "The
-// vector query"). A segment of at most kGatherCellsBits (column_segment.h) skips the gathers: the run
-// search loads each cell itself, from the starts the lanes computed, which is faster where the cells sit
-// in the first-level cache ("Kept: cells loaded one by one in small segments").
+// vector query"). A segment that fits a core's second-level cache (gather_cells_bits(), column_segment.h)
+// skips the gathers: the run search loads each cell itself, from the starts the lanes computed, which is
+// faster while the cells sit in the first two cache levels ("Kept: cells loaded one by one in small
+// segments").
 //
 // fast_range(v, rows) is the high 64 bits of v * rows. With rows < 2^32 (required by vector_query()), and
 // v = v_hi 2^32 + v_lo, that is (v_hi rows + (v_lo rows >> 32)) >> 32, from two 32 x 32 -> 64-bit

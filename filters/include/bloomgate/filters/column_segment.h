@@ -119,10 +119,11 @@ class ColumnSegment {
   bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
                              std::uint64_t* cells) const noexcept;
   bool vector_query() const noexcept { return vector_query_; }
-  // Up to this many bits of storage (256 KiB) the vector query loads the k cells one by one from the starts
-  // it computed; above, it gathers them eight at a time (docs/decisions/tlbf-query-experiments.md, "Kept:
-  // cells loaded one by one in small segments").
-  static constexpr std::uint64_t kGatherCellsBits = std::uint64_t{1} << 21;
+  // Up to this many bits of storage, the second-level cache of a core (sysconf's _SC_LEVEL2_CACHE_SIZE, else
+  // 1 MiB), the vector query loads the k cells one by one from the starts it computed; above, it gathers
+  // them eight at a time (docs/decisions/tlbf-query-experiments.md, "Kept: cells loaded one by one in small
+  // segments").
+  static std::uint64_t gather_cells_bits() noexcept;
   bool gathers_cells() const noexcept { return gathers_cells_; }
   // `valid` by age rank (bit a of valid_by_age = the column of age rank a, oldest first) regrouped by phase,
   // into out[0..k).
@@ -265,7 +266,7 @@ class ColumnSegment {
   // By phase, for the vector query: (j^3 - j) / 6 of the phase's hash index j, its probe's sum less h1 + j h2.
   std::vector<std::uint64_t> cubic_of_phase_;
   bool vector_query_ = false;
-  bool gathers_cells_ = true;  // the vector query gathers the cells: more than kGatherCellsBits of storage
+  bool gathers_cells_ = true;  // the vector query gathers the cells: more than gather_cells_bits() of storage
 };
 
 // Where a slice's bits lie: its ColumnSlice's fields that a test reads, also copied into a dense array for
