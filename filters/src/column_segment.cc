@@ -50,10 +50,13 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
 }
 
+// At most 8 MiB: a filter whose segment is larger requests its cells before the query (time_limited_filter.cc),
+// and a misreported cache size must not make the vector query load them one by one there.
 std::uint64_t ColumnSegment::gather_cells_bits() noexcept {
   static const std::uint64_t bits = [] {
     const long bytes = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return 8 * (bytes > 0 ? static_cast<std::uint64_t>(bytes) : std::uint64_t{1} << 20);
+    const std::uint64_t cache_bytes = bytes > 0 ? static_cast<std::uint64_t>(bytes) : std::uint64_t{1} << 20;
+    return 8 * std::min(cache_bytes, std::uint64_t{8} << 20);
   }();
   return bits;
 }

@@ -120,7 +120,7 @@ class ColumnSegment {
                              std::uint64_t* cells) const noexcept;
   bool vector_query() const noexcept { return vector_query_; }
   // Up to this many bits of storage, the second-level cache of a core (sysconf's _SC_LEVEL2_CACHE_SIZE, else
-  // 1 MiB), the vector query loads the k cells one by one from the starts it computed; above, it gathers
+  // 1 MiB; at most 8 MiB), the vector query loads the k cells one by one from the starts it computed; above, it gathers
   // them eight at a time (docs/decisions/tlbf-query-experiments.md, "Kept: cells loaded one by one in small
   // segments").
   static std::uint64_t gather_cells_bits() noexcept;
