@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include <immintrin.h>
-#include <unistd.h>
 
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/vector_query.h"
@@ -45,20 +44,8 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       index_of_phase_(k, 0),
       table_start_(k),
       cubic_of_phase_(k, 0),
-      vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits),
-      gathers_cells_(storage_bits() > gather_cells_bits()) {
+      vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits) {
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
-}
-
-// At most 8 MiB: a filter whose segment is larger requests its cells before the query (time_limited_filter.cc),
-// and a misreported cache size must not make the vector query load them one by one there.
-std::uint64_t ColumnSegment::gather_cells_bits() noexcept {
-  static const std::uint64_t bits = [] {
-    const long bytes = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
-    const std::uint64_t cache_bytes = bytes > 0 ? static_cast<std::uint64_t>(bytes) : std::uint64_t{1} << 20;
-    return 8 * std::min(cache_bytes, std::uint64_t{8} << 20);
-  }();
-  return bits;
 }
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {

@@ -3,14 +3,13 @@
 // ColumnSegment::locate_any_run_vector: the in-cache query eight phases at a time with AVX-512 F and DQ,
 // compiled for those alone (the function's target attribute) and called only where the CPU has them
 // (ColumnSegment::vector_query()). Per eight phases: the probe sums h1 + j h2 + (j^3 - j) / 6 and their mix
-// (tlbf_probes.h) in 64-bit lanes, the rows by fast_range, the cells' starts, one gather of the eight
-// unaligned 64-bit words, the cells masked by validity and moved down a slot. The run search then reads
+// (tlbf_probes.h) in 64-bit lanes, the rows by fast_range and the cells' starts. Then every cell is loaded
+// (one unaligned 64-bit load each) and masked by validity in a loop of its own, and the run search reads
 // the k cells in phase order as the scalar query does: its chain is two operations per phase, shorter
 // than the lanes' shuffles a vector prefix would take (docs/decisions/tlbf-query-experiments.md, "The
-// vector query"). A segment that fits a core's second-level cache (gather_cells_bits(), column_segment.h)
-// skips the gathers: the run search loads each cell itself, from the starts the lanes computed, which is
-// faster while the cells sit in the first two cache levels ("Kept: cells loaded one by one in small
-// segments").
+// vector query"). Loading the cells this way, all of them before the search reads any, is faster than
+// gathering them in the lanes at every size the query serves ("Kept: the cells loaded one by one, before
+// the search").
 //
 // fast_range(v, rows) is the high 64 bits of v * rows. With rows < 2^32 (required by vector_query()), and
 // v = v_hi 2^32 + v_lo, that is (v_hi rows + (v_lo rows >> 32)) >> 32, from two 32 x 32 -> 64-bit
@@ -35,15 +34,12 @@ namespace bloomgate::filters::detail {
 
 __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_vector(
     const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts, std::uint64_t* x) const noexcept {
-  const auto* bytes = cells_.data();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
   const __m512i h1 = _mm512_set1_epi64(static_cast<long long>(probes.key().value));
   const __m512i h2 = _mm512_set1_epi64(static_cast<long long>(second_probe_hash(probes.key())));
   const __m512i mix = _mm512_set1_epi64(static_cast<long long>(kProbeMix));
   const __m512i rows = _mm512_set1_epi64(static_cast<long long>(rows_));
   const __m512i width = _mm512_set1_epi64(width_);
-  const __m512i low_three = _mm512_set1_epi64(7);
-  const __m128i width_count = _mm_cvtsi64_si128(width_);
-  alignas(64) std::uint64_t x_down[kMaxProbes];
   for (std::uint32_t b = 0; b < k_; b += 8) {
     const auto lanes = static_cast<__mmask8>(k_ - b >= 8 ? 0xFFU : (1U << (k_ - b)) - 1);
     const __m512i j = _mm512_maskz_loadu_epi64(lanes, index_of_phase_.data() + b);
@@ -56,23 +52,12 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
     const __m512i start =
         _mm512_add_epi64(_mm512_maskz_loadu_epi64(lanes, table_start_.data() + b), _mm512_mul_epu32(row, width));
     _mm512_storeu_si512(cell_starts + b, start);  // whole groups: a masked store is not forwarded to loads
-    if (!gathers_cells_) continue;
-    const __m512i words = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), lanes, _mm512_srli_epi64(start, 3), bytes, 1);
-    const __m512i cells = _mm512_and_si512(_mm512_srlv_epi64(words, _mm512_and_si512(start, low_three)),
-                                           _mm512_maskz_loadu_epi64(lanes, valid + b));
-    _mm512_storeu_si512(x + b, cells);
-    _mm512_store_si512(x_down + b, _mm512_srli_epi64(_mm512_or_si512(cells, _mm512_sll_epi64(cells, width_count)), 1));
   }
+  // Every cell loaded before the search reads any: with the loads in the search's loop each waited behind
+  // the search's chain.
+  for (std::uint32_t b = 0; b < k_; ++b) x[b] = bits_from(bytes, cell_starts[b]) & valid[b];
   RunSearch search;
-  if (gathers_cells_) {
-    for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], x_down[b]);
-  } else {
-    // Every cell loaded before the search reads any: with the loads in the search's loop each waited
-    // behind the search's chain ("Kept: cells loaded one by one in small segments").
-    const auto* cell_bytes = reinterpret_cast<const unsigned char*>(bytes);
-    for (std::uint32_t b = 0; b < k_; ++b) x[b] = bits_from(cell_bytes, cell_starts[b]) & valid[b];
-    for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], (x[b] | x[b] << width_) >> 1);
-  }
+  for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], (x[b] | x[b] << width_) >> 1);
   return search.found(cell_mask_);
 }
 

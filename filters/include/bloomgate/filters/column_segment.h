@@ -102,8 +102,8 @@ class ColumnSegment {
   bool vector_runs() const noexcept { return vector_query_ && k_ <= kVectorRunPhases; }
   // Whether such a run exists (the same search without locating the oldest).
   bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
-  // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), eight
-  // phases at a time (locate_any_run_vector); else one pass over the phases, each probe value computed
+  // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), the
+  // rows of eight phases at a time, then the k cells loaded (locate_any_run_vector); else one pass over the phases, each probe value computed
   // where its cell is read (locate_any_run_scalar, DescendingProbes). Same answers and cells. The vector
   // form also keeps the cells masked by `valid` in `cells`, for oldest_run_after_query (an extra store per
   // phase made the scalar loop slower, so it keeps none). Both arrays need kMaxProbes words (the vector
@@ -119,12 +119,6 @@ class ColumnSegment {
   bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
                              std::uint64_t* cells) const noexcept;
   bool vector_query() const noexcept { return vector_query_; }
-  // Up to this many bits of storage, the second-level cache of a core (sysconf's _SC_LEVEL2_CACHE_SIZE, else
-  // 1 MiB; at most 8 MiB), the vector query loads the k cells one by one from the starts it computed; above, it gathers
-  // them eight at a time (docs/decisions/tlbf-query-experiments.md, "Kept: cells loaded one by one in small
-  // segments").
-  static std::uint64_t gather_cells_bits() noexcept;
-  bool gathers_cells() const noexcept { return gathers_cells_; }
   // `valid` by age rank (bit a of valid_by_age = the column of age rank a, oldest first) regrouped by phase,
   // into out[0..k).
   void valid_by_phase(const std::uint64_t* valid_by_age, std::uint64_t* out) const noexcept;
@@ -266,7 +260,6 @@ class ColumnSegment {
   // By phase, for the vector query: (j^3 - j) / 6 of the phase's hash index j, its probe's sum less h1 + j h2.
   std::vector<std::uint64_t> cubic_of_phase_;
   bool vector_query_ = false;
-  bool gathers_cells_ = true;  // the vector query gathers the cells: more than gather_cells_bits() of storage
 };
 
 // Where a slice's bits lie: its ColumnSlice's fields that a test reads, also copied into a dense array for
