@@ -103,11 +103,11 @@ class ColumnSegment {
   // Whether such a run exists (the same search without locating the oldest).
   bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
   // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), the
-  // rows of eight phases at a time, then the k cells loaded (locate_any_run_vector); else one pass over the phases, each probe value computed
-  // where its cell is read (locate_any_run_scalar, DescendingProbes). Same answers and cells. The vector
-  // form also keeps the cells masked by `valid` in `cells`, for oldest_run_after_query (an extra store per
-  // phase made the scalar loop slower, so it keeps none). Both arrays need kMaxProbes words (the vector
-  // form writes whole groups of eight).
+  // rows of eight phases at a time, then the k cells loaded (locate_any_run_vector); else one pass over the
+  // phases, each probe value computed where its cell is read (locate_any_run_scalar, DescendingProbes).
+  // Same answers and cells. The vector form also keeps the cells masked by `valid` in `cells`, for
+  // oldest_run_after_query (an extra store per phase made the scalar loop slower, so it keeps none). Both
+  // arrays need kMaxProbes words (the vector form writes whole groups of eight).
   bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
                       std::uint64_t* cells) const noexcept {
     return vector_query_ ? locate_any_run_vector(probes, valid, cell_starts, cells)
