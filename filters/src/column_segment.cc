@@ -166,10 +166,11 @@ ColumnSegment::RunStart ColumnSegment::oldest_run_start(const std::uint64_t* x) 
   return first_phase(slot, phases, wraps, oldest);
 }
 
-ColumnSegment::OldestColumn ColumnSegment::oldest_column() const noexcept {
+void ColumnSegment::set_oldest(std::uint32_t column) noexcept {
+  oldest_ = column;
   const std::uint32_t slot = oldest_ / k_;
   const std::uint32_t phase = oldest_ % k_;
-  return {slot, phase, ~low_bits(phase), ~low_bits(slot), ~low_bits(slot + 1)};
+  oldest_column_ = {slot, phase, ~low_bits(phase), ~low_bits(slot), ~low_bits(slot + 1)};
 }
 
 // Without wrapping, the runs in the oldest column's slot count from its phase on.
@@ -260,7 +261,7 @@ void ColumnSegment::pop() noexcept {
   for (std::uint64_t b = 0; b < blocks(); ++b, words += width_) {
     for (std::uint32_t w = 0; w < width_; ++w) words[w] &= ~masks[w];
   }
-  oldest_ = (oldest_ + 1) % columns_;
+  set_oldest((oldest_ + 1) % columns_);
   --live_;
 }
 

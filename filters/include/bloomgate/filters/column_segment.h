@@ -133,7 +133,7 @@ class ColumnSegment {
   // Makes `column` the one the next push() takes, in a segment with no live column: a snapshot restores
   // the ring where it was, its cells copied whole.
   void start_ring_at(std::uint32_t column) noexcept {
-    if (live_ == 0 && column < columns_) oldest_ = column;
+    if (live_ == 0 && column < columns_) set_oldest(column);
   }
   std::uint32_t column_of_age(std::uint32_t age_rank) const noexcept {  // 0 = oldest live
     return (oldest_ + age_rank) % columns_;
@@ -202,7 +202,9 @@ class ColumnSegment {
     std::uint64_t from_slot;
     std::uint64_t after_slot;
   };
-  OldestColumn oldest_column() const noexcept;
+  // Kept with oldest_ (set_oldest): the age's search would otherwise divide by k on every present key.
+  OldestColumn oldest_column() const noexcept { return oldest_column_; }
+  void set_oldest(std::uint32_t column) noexcept;
   // The oldest run from the masked cells by phase.
   RunStart oldest_run_start(const std::uint64_t* x) const noexcept;
   // The same with AVX-512 F and DQ (vector_runs(); column_segment_avx512.cc).
@@ -249,6 +251,7 @@ class ColumnSegment {
   std::uint64_t cell_mask_;
   std::uint64_t table_words_;  // per phase: blocks * w
   std::uint32_t oldest_ = 0;
+  OldestColumn oldest_column_{0, 0, ~std::uint64_t{0}, ~std::uint64_t{0}, ~std::uint64_t{1}};  // of oldest_
   std::uint32_t live_ = 0;
   // The k tables, then one word of padding for the unaligned loads. A 256 MiB segment on small pages adds
   // a page walk to every cell read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
