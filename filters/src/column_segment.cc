@@ -45,6 +45,7 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       table_start_(k),
       cubic_of_phase_(k, 0),
       vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits) {
+  set_oldest(0);
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
 }
 
@@ -101,7 +102,7 @@ bool ColumnSegment::locate_any_run_scalar(const KeyProbes& probes, const std::ui
       const std::uint64_t start = *table_start++ + fast_range(value.value(), rows) * width;
       *cell_start++ = start;
       const std::uint64_t x = bits_from(bytes, start) & *phase_valid++;
-      search.feed(x, (x | x << width) >> 1);
+      search.feed_cell(x, width);
     }
   };
   read_cells(first, 0);

@@ -57,7 +57,7 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
   // the search's chain.
   for (std::uint32_t b = 0; b < k_; ++b) x[b] = bits_from(bytes, cell_starts[b]) & valid[b];
   RunSearch search;
-  for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], (x[b] | x[b] << width_) >> 1);
+  for (std::uint32_t b = 0; b < k_; ++b) search.feed_cell(x[b], width_);
   return search.found(cell_mask_);
 }
 

@@ -231,6 +231,9 @@ class ColumnSegment {
       next_slot &= x_down;
       open = (open & x) | next_slot;
     }
+    // feed() with x_down as (x | x << w) >> 1: the bits below w are down_a_slot's, in three operations;
+    // the bits from w on are left set, which found() masks.
+    void feed_cell(std::uint64_t x, std::uint64_t width) noexcept { feed(x, (x | x << width) >> 1); }
     bool found(std::uint64_t cell_mask) const noexcept { return (open & cell_mask) != 0; }
   };
   // Bit s + 1 of `cells` (w bits) to bit s, bit 0 to bit w - 1: the next slot's bit, the ring wrapping.
@@ -251,7 +254,7 @@ class ColumnSegment {
   std::uint64_t cell_mask_;
   std::uint64_t table_words_;  // per phase: blocks * w
   std::uint32_t oldest_ = 0;
-  OldestColumn oldest_column_{0, 0, ~std::uint64_t{0}, ~std::uint64_t{0}, ~std::uint64_t{1}};  // of oldest_
+  OldestColumn oldest_column_;  // of oldest_, set with it (set_oldest)
   std::uint32_t live_ = 0;
   // The k tables, then one word of padding for the unaligned loads. A 256 MiB segment on small pages adds
   // a page walk to every cell read; on huge pages (2 MiB) it spans 128 pages, which the TLB holds.
