@@ -48,6 +48,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bloomgate/filters/hash.h"
+
 #include "bench_support.h"
 
 namespace bloomgate::bench {
@@ -75,11 +77,7 @@ struct Config {
 // ------------------------------------------------------------------------------------------------------
 // Rows
 
-// floor(hash * n / 2^64): a row in [0, n).
-std::uint64_t fast_range(std::uint64_t hash, std::uint64_t n) {
-  __extension__ using Wide = unsigned __int128;
-  return static_cast<std::uint64_t>((static_cast<Wide>(hash) * n) >> 64);
-}
+using filters::fast_range;  // floor(hash * n / 2^64): a row in [0, n)
 
 std::uint64_t row_hash(std::uint64_t key, std::size_t phase) { return mix64(key + kGolden * (phase + 1)); }
 
