@@ -476,6 +476,9 @@ int main(int argc, char** argv) {
   app.add_flag("--with-age", sweep.with_age,
                "time-limited sweep: time ours through test_and_insert_with_age (the service's call) instead of "
                "test_and_insert");
+  app.add_flag("--one-at-a-time", sweep.one_at_a_time,
+               "time-limited sweep: each side's calls timed one at a time (an LFENCE after each), the latency of a "
+               "call that other work separates from the next; x86 only");
   bool ramp = false;
   std::uint32_t ramp_partitions = 32;
   app.add_option("--ramp-partitions", ramp_partitions, "filters of the service-shaped case (--ramp)")->check(CLI::PositiveNumber);

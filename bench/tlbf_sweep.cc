@@ -18,8 +18,21 @@
 #include "key_stream.h"
 #include "plain_tlbf.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace bloomgate::bench {
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+constexpr bool kCanTimeOneAtATime = true;
+// No later instruction starts before every earlier one has finished (LFENCE), loads included.
+void wait_for_completion() { _mm_lfence(); }
+#else
+constexpr bool kCanTimeOneAtATime = false;
+void wait_for_completion() {}
+#endif
 
 struct Side {
   Timing timing;
@@ -111,6 +124,20 @@ void time_one_block(KeyStream& stream, std::uint64_t events, Blocks& out, Op&& o
   out.operations += t.operations;
 }
 
+// time_one_block, with SweepConfig::one_at_a_time each call finished before the next starts.
+template <typename Op>
+void time_side(KeyStream& stream, std::uint64_t events, Blocks& out, bool one_at_a_time, Op&& op) {
+  if (!one_at_a_time) {
+    time_one_block(stream, events, out, op);
+    return;
+  }
+  time_one_block(stream, events, out, [&op](std::uint64_t key, std::int64_t ns) {
+    const bool present = op(key, ns);
+    wait_for_completion();
+    return present;
+  });
+}
+
 Timing summarized(const Blocks& b) { return summarize(b.ns_per_op, b.present, b.operations); }
 
 // The product's filter, as the service builds it (make_filter), behind the interface warm_up() and measure_fpr() use.
@@ -185,13 +212,14 @@ Point run_point(double rate, std::uint32_t level, std::uint64_t window, const Sw
   Blocks plain_blocks;
   Blocks floor_blocks;
   for (int r = 0; r < config.repetitions; ++r) {
-    time_one_block(ours_stream, events, ours_blocks, [&ours, &config](std::uint64_t key, std::int64_t ns) {
+    const bool one = config.one_at_a_time;
+    time_side(ours_stream, events, ours_blocks, one, [&ours, &config](std::uint64_t key, std::int64_t ns) {
       return config.with_age ? ours.test_and_insert_with_age(key, ns) : ours.test_and_insert(key, ns);
     });
-    time_one_block(plain_stream, events, plain_blocks, [&plain](std::uint64_t key, std::int64_t ns) {
+    time_side(plain_stream, events, plain_blocks, one, [&plain](std::uint64_t key, std::int64_t ns) {
       return plain.test_and_insert(key, ns);
     });
-    time_one_block(floor_stream, events, floor_blocks, [&floor](std::uint64_t key, std::int64_t) {
+    time_side(floor_stream, events, floor_blocks, one, [&floor](std::uint64_t key, std::int64_t) {
       return floor.test_and_insert(key);
     });
   }
@@ -274,9 +302,11 @@ void json_side(Json& j, const char* key, const Side& s) {
   j.close('}');
 }
 
-std::string to_json(const std::vector<Point>& points) {
+std::string to_json(const std::vector<Point>& points, const SweepConfig& config) {
   Json j;
   j.open(nullptr, '{');
+  j.boolean("with_age", config.with_age);
+  j.boolean("one_at_a_time", config.one_at_a_time);
   j.open("sweep", '[');
   for (const Point& p : points) {
     j.open(nullptr, '{');
@@ -300,11 +330,16 @@ std::string to_json(const std::vector<Point>& points) {
 }  // namespace
 
 int run_sweep(const SweepConfig& config) {
+  if (config.one_at_a_time && !kCanTimeOneAtATime) {
+    std::fprintf(stderr, "filter_bench: --one-at-a-time needs an x86 CPU (it fences each call with LFENCE)\n");
+    return 2;
+  }
   std::printf("filter_bench time-limited sweep%s: ours (make_filter) against plain_tlbf.h at the same (k, l), same key "
               "stream (seed %" PRIu64 ", 30%% repeats), median of %d blocks, the sides' blocks in turn; "
               "* = the default level\n",
               config.quick ? " --quick" : "", config.seed, config.repetitions);
   if (config.with_age) std::printf("ours timed through test_and_insert_with_age (--with-age)\n");
+  if (config.one_at_a_time) std::printf("every side's calls timed one at a time, an LFENCE after each (--one-at-a-time)\n");
   std::printf("speedup = plain ns / ours ns; model = k(k+l)/(l ln 2) bits per element; floor = k_line_bloom.h at "
               "ours' memory\n\n");
   print_header();
@@ -321,7 +356,7 @@ int run_sweep(const SweepConfig& config) {
   std::fflush(stdout);
   std::fprintf(stderr, "sweep: done in %.0f s\n", seconds_since(start));
   print_targets(points);
-  if (!config.json.empty() && !write_json_file(config.json, to_json(points), "filter_bench")) return 2;
+  if (!config.json.empty() && !write_json_file(config.json, to_json(points, config), "filter_bench")) return 2;
   for (const Point& p : points) {
     for (const double v : {p.ours.timing.median_ns, p.plain.timing.median_ns, p.ours.bits_per_element,
                            p.plain.bits_per_element, p.ours.fpr, p.plain.fpr}) {

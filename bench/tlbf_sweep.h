@@ -23,6 +23,10 @@ struct SweepConfig {
   // Time ours through test_and_insert_with_age, the service's call (a present key's age is found too),
   // instead of test_and_insert.
   bool with_age = false;
+  // Each timed call of every side waits for the previous one to finish (an lfence after it), as calls do
+  // that other work separates: the latency of one call, where the default times back-to-back calls, whose
+  // loads overlap the previous call's. x86 only.
+  bool one_at_a_time = false;
   std::string json;  // also write every figure here when not empty
 };
 
