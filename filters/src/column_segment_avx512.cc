@@ -16,6 +16,7 @@
 // multiplications per lane; the sum cannot overflow (v_hi rows <= 2^64 - 2^33 + 1).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 
@@ -33,7 +34,7 @@
 namespace bloomgate::filters::detail {
 
 __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_vector(
-    const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts, std::uint64_t* x) const noexcept {
+    const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts, QueriedCells& kept) const noexcept {
   const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
   const __m512i h1 = _mm512_set1_epi64(static_cast<long long>(probes.key().value));
   const __m512i h2 = _mm512_set1_epi64(static_cast<long long>(second_probe_hash(probes.key())));
@@ -55,9 +56,11 @@ __attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_v
   }
   // Every cell loaded before the search reads any: with the loads in the search's loop each waited behind
   // the search's chain.
+  std::uint64_t* x = kept.x.data();
   for (std::uint32_t b = 0; b < k_; ++b) x[b] = bits_from(bytes, cell_starts[b]) & valid[b];
   RunSearch search;
   for (std::uint32_t b = 0; b < k_; ++b) search.feed_cell(x[b], width_);
+  kept.run_slots = search.runs;
   return search.found(cell_mask_);
 }
 
@@ -140,6 +143,34 @@ ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(const std::uint64
   const std::uint32_t following_slot = next_slot(slot);
   run.following = lanes_with_slot(masked, following_slot) >> run.phase |
                   lanes_with_slot(masked, next_slot(following_slot)) << (k_ - run.phase);
+  run.following_span = 2 * k_ - run.phase;
+  return run;
+}
+
+// oldest_run_start_vector's run, from the slots the query's search found runs in: the oldest run starts in
+// the first of them at or after the oldest column's slot, else (past the ring's end) in the first of all.
+// A run from that slot at a phase before the oldest column's would cross the free column just before it,
+// which is never valid, so any phase of the slot's runs is at or after the oldest column. The slot's runs
+// start at the phases p with phases p..k-1 holding slot s and phases 0..p-1 slot s + 1: from the first
+// phase of the longest suffix of lanes with slot s to the length of the prefix of lanes with slot s + 1.
+ColumnSegment::RunStart ColumnSegment::oldest_run_start_from_slots(const QueriedCells& kept) const noexcept {
+  if (kept.run_slots == 0) return {};
+  const auto live = static_cast<__mmask16>(k_ == 16 ? 0xFFFFU : (1U << k_) - 1);
+  const Lanes16 masked{_mm512_maskz_loadu_epi64(static_cast<__mmask8>(live), kept.x.data()),
+                       _mm512_maskz_loadu_epi64(static_cast<__mmask8>(live >> 8), kept.x.data() + 8)};
+  const OldestColumn oldest = oldest_column();
+  const std::uint64_t from_oldest = kept.run_slots & oldest.from_slot;
+  const bool wraps = from_oldest == 0;
+  const auto slot = static_cast<std::uint32_t>(std::countr_zero(wraps ? kept.run_slots : from_oldest));
+  const std::uint32_t following_slot = next_slot(slot);
+  const std::uint64_t with_slot = lanes_with_slot(masked, slot);
+  const std::uint64_t with_following = lanes_with_slot(masked, following_slot);
+  const std::uint32_t first = k_ - static_cast<std::uint32_t>(std::countl_one(with_slot << (64 - k_)));
+  const std::uint32_t last = std::min(static_cast<std::uint32_t>(std::countr_one(with_following)), k_ - 1);
+  const std::uint64_t phases = ((std::uint64_t{2} << last) - 1) & ~((std::uint64_t{1} << first) - 1);
+  RunStart run = first_phase(slot, phases, wraps, oldest);
+  // The columns after the run: phases run.phase..k-1 of the next slot, then every phase of the one after.
+  run.following = with_following >> run.phase | lanes_with_slot(masked, next_slot(following_slot)) << (k_ - run.phase);
   run.following_span = 2 * k_ - run.phase;
   return run;
 }

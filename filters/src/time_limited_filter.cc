@@ -135,10 +135,10 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
   // In cache: the cells the query read answer for the oldest run too.
   located->segment = &segment;
   located->layout_version = layout_version_;
-  alignas(64) std::array<std::uint64_t, detail::kMaxProbes> cells;
-  const bool any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data(), cells.data());
+  detail::QueriedCells kept;
+  const bool any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data(), kept);
   if (!any || newer == nullptr) return any ? 0 : -1;
-  return window_of_run(segment.oldest_run_after_query(located->start.data(), valid_by_phase_.data(), cells.data(), newer));
+  return window_of_run(segment.oldest_run_after_query(located->start.data(), valid_by_phase_.data(), kept, newer));
 }
 
 // The position of the window whose oldest slice has age rank `age` (ColumnSegment::oldest_run), or -1.
@@ -305,13 +305,13 @@ Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now)
                                                                              std::optional<Duration>* age) {
   latest_now_ns_ = now_ns;
   std::array<std::uint64_t, detail::kMaxProbes> cell_starts;
-  alignas(64) std::array<std::uint64_t, detail::kMaxProbes> cells;
+  detail::QueriedCells kept;
   const ColumnSegment& segment = *segments_.front();
-  const bool present = segment.locate_any_run(probes, valid_by_phase_.data(), cell_starts.data(), cells.data());
+  const bool present = segment.locate_any_run(probes, valid_by_phase_.data(), cell_starts.data(), kept);
   if (present && age != nullptr) {
     std::uint32_t newer = 0;
     const std::int64_t window =
-        window_of_run(segment.oldest_run_after_query(cell_starts.data(), valid_by_phase_.data(), cells.data(), &newer));
+        window_of_run(segment.oldest_run_after_query(cell_starts.data(), valid_by_phase_.data(), kept, &newer));
     *age = sighting_age(static_cast<std::size_t>(window), newer, now_ns);
   }
   if (present && !refresh_on_duplicate_) return true;

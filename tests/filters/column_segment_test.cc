@@ -148,7 +148,8 @@ TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
 // (bit_slice.h's oldest_matching_run) finds over
 // the same bits (each live column's bit of the row its hash index picks, oldest first, expired ones
 // failing), for random validity too, and how many columns after it hold the key in a row (the sighting's
-// age starts there), both in its vector form where the CPU has AVX-512 and k <= 16 and in its scalar one;
+// age starts there), both in its vector form where the CPU has AVX-512 and k <= 16 (from the lanes and
+// from the vector query's run slots) and in its scalar one;
 // and any_run() / locate_any_run() whether there is one: the scalar query, and the vector one where the
 // CPU has AVX-512 (k of 1 to 20: one, two and three groups of eight phases, whole and partial).
 TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
@@ -200,13 +201,15 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
         for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(fused[b], cell_starts[b]) << "phase " << b;
         if (segment.vector_query()) {
           std::array<std::uint64_t, detail::kMaxProbes> vector{};
-          std::array<std::uint64_t, detail::kMaxProbes> cells{};
-          ASSERT_EQ(segment.locate_any_run_vector(key_probes, by_phase.data(), vector.data(), cells.data()),
-                    window >= 0);
+          detail::QueriedCells kept;
+          ASSERT_EQ(segment.locate_any_run_vector(key_probes, by_phase.data(), vector.data(), kept), window >= 0);
           for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(vector[b], cell_starts[b]) << "phase " << b;
-          std::uint32_t newer_in_cells = 0;  // from the cells the vector query kept
-          ASSERT_EQ(segment.oldest_run_after_query(vector.data(), by_phase.data(), cells.data(), &newer_in_cells), run);
+          std::uint32_t newer_in_cells = 0;  // from the cells and run slots the vector query kept
+          ASSERT_EQ(segment.oldest_run_after_query(vector.data(), by_phase.data(), kept, &newer_in_cells), run);
           ASSERT_EQ(newer_in_cells, holding_after);
+          std::uint32_t newer_in_lanes = 0;  // the lanes' search over the same cells
+          ASSERT_EQ(segment.oldest_run_in(kept.x.data(), &newer_in_lanes), run);
+          ASSERT_EQ(newer_in_lanes, holding_after);
         }
       }
     }
@@ -228,15 +231,15 @@ TEST(ColumnSegment, VectorQueryFindsTheScalarCellsInLargeTables) {
     const detail::KeyProbes probes(KeyHash{rng()}, k);
     std::array<std::uint64_t, detail::kMaxProbes> scalar{};
     std::array<std::uint64_t, detail::kMaxProbes> vector{};
-    std::array<std::uint64_t, detail::kMaxProbes> cells{};
-    ASSERT_EQ(segment.locate_any_run_vector(probes, valid.data(), vector.data(), cells.data()),
+    detail::QueriedCells kept;
+    ASSERT_EQ(segment.locate_any_run_vector(probes, valid.data(), vector.data(), kept),
               segment.locate_any_run_scalar(probes, valid.data(), scalar.data()));
     for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(vector[b], scalar[b]) << "trial " << trial << ", phase " << b;
   }
 }
 
-// In a segment of a few KiB and in one of about 1 MiB, every key's answer, cell starts and kept cells from
-// the vector query are the scalar query's, for k of 1 to 20 (one to three groups of eight phases, whole
+// In a segment of a few KiB and in one of about 1 MiB, every key's answer, cell starts, kept cells and
+// oldest run (from its run slots) from the vector query are the scalar query's, for k of 1 to 20 (one to three groups of eight phases, whole
 // and partial), a wrapped ring, about half the bits set and every other trial a random stretch of the
 // oldest columns invalid. Seed 87.
 TEST(ColumnSegment, VectorQueryFindsTheScalarAnswersInSmallAndLargeSegments) {
@@ -264,17 +267,20 @@ TEST(ColumnSegment, VectorQueryFindsTheScalarAnswersInSmallAndLargeSegments) {
         const detail::KeyProbes probes(KeyHash{rng()}, k);
         std::array<std::uint64_t, detail::kMaxProbes> scalar{};
         std::array<std::uint64_t, detail::kMaxProbes> vector{};
-        std::array<std::uint64_t, detail::kMaxProbes> cells{};
+        detail::QueriedCells kept;
         const bool found = segment.locate_any_run_scalar(probes, by_phase.data(), scalar.data());
-        ASSERT_EQ(segment.locate_any_run_vector(probes, by_phase.data(), vector.data(), cells.data()), found)
+        ASSERT_EQ(segment.locate_any_run_vector(probes, by_phase.data(), vector.data(), kept), found)
             << "k " << k << ", rows " << rows << ", trial " << trial;
         for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(vector[b], scalar[b]) << "k " << k << ", phase " << b;
         std::uint32_t newer = 0;
         std::uint32_t newer_in_cells = 0;
         const std::int64_t run = segment.oldest_run(scalar.data(), by_phase.data(), &newer);
         ASSERT_EQ(run >= 0, found);
-        ASSERT_EQ(segment.oldest_run_in(cells.data(), &newer_in_cells), run) << "k " << k << ", rows " << rows;
+        ASSERT_EQ(segment.oldest_run_in(kept.x.data(), &newer_in_cells), run) << "k " << k << ", rows " << rows;
         ASSERT_EQ(newer_in_cells, newer);
+        std::uint32_t newer_from_slots = 0;
+        ASSERT_EQ(segment.oldest_run_after_query(vector.data(), by_phase.data(), kept, &newer_from_slots), run);
+        ASSERT_EQ(newer_from_slots, newer);
       }
     }
   }

@@ -15,6 +15,7 @@
 // by phase (cell_starts[b] is its cell in phase b's table), the order the run search reads them in.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +30,14 @@
 namespace bloomgate::filters::detail {
 
 class KeyProbes;  // tlbf_probes.h
+
+// What the vector query (ColumnSegment::locate_any_run_vector) keeps for the age's search: the key's cells
+// masked by validity, by phase, and the slots its runs start in (bit s: a run from some phase of slot s
+// holds the key; 0: none does).
+struct QueriedCells {
+  alignas(64) std::array<std::uint64_t, kMaxProbes> x;
+  std::uint64_t run_slots = 0;
+};
 
 // The widest cell: a segment holds at most 64 k - 1 slices (the filter opens another segment beyond it).
 inline constexpr std::uint32_t kMaxCellBits = 64;
@@ -93,11 +102,14 @@ class ColumnSegment {
                                  std::uint32_t* newer = nullptr) const noexcept;
   // The same from the cells masked by `valid` (load_cells' x).
   std::int64_t oldest_run_in(const std::uint64_t* cells, std::uint32_t* newer = nullptr) const noexcept;
-  // The same after locate_any_run() with these arrays: from the cells the vector query kept, without
-  // reading them again; after the scalar query (which keeps none), from cell_starts.
+  // The same after locate_any_run() with these arguments: from what the vector query kept, without reading
+  // the cells again (with k <= 16, from its run slots: oldest_run_start_from_slots); after the scalar query
+  // (which keeps none), from cell_starts.
   std::int64_t oldest_run_after_query(const std::uint64_t* cell_starts, const std::uint64_t* valid,
-                                      const std::uint64_t* cells, std::uint32_t* newer = nullptr) const noexcept {
-    return vector_query_ ? oldest_run_in(cells, newer) : oldest_run(cell_starts, valid, newer);
+                                      const QueriedCells& kept, std::uint32_t* newer = nullptr) const noexcept {
+    if (!vector_query_) return oldest_run(cell_starts, valid, newer);
+    return age_of_run(kept.x.data(), vector_runs() ? oldest_run_start_from_slots(kept) : oldest_run_start(kept.x.data()),
+                      newer);
   }
   bool vector_runs() const noexcept { return vector_query_ && k_ <= kVectorRunPhases; }
   // Whether such a run exists (the same search without locating the oldest).
@@ -105,19 +117,19 @@ class ColumnSegment {
   // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), the
   // rows of eight phases at a time, then the k cells loaded (locate_any_run_vector); else one pass over the
   // phases, each probe value computed where its cell is read (locate_any_run_scalar, DescendingProbes).
-  // Same answers and cells. The vector form also keeps the cells masked by `valid` in `cells`, for
-  // oldest_run_after_query (an extra store per phase made the scalar loop slower, so it keeps none). Both
-  // arrays need kMaxProbes words (the vector form writes whole groups of eight).
+  // Same answers and cells. The vector form also keeps the cells masked by `valid` and the run slots in
+  // `kept`, for oldest_run_after_query (an extra store per phase made the scalar loop slower, so it keeps
+  // none). cell_starts needs kMaxProbes words (the vector form writes whole groups of eight).
   bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
-                      std::uint64_t* cells) const noexcept {
-    return vector_query_ ? locate_any_run_vector(probes, valid, cell_starts, cells)
+                      QueriedCells& kept) const noexcept {
+    return vector_query_ ? locate_any_run_vector(probes, valid, cell_starts, kept)
                          : locate_any_run_scalar(probes, valid, cell_starts);
   }
   bool locate_any_run_scalar(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
   // Requires vector_query(): the CPU has AVX-512 F and DQ, the cells are narrow and the rows fewer than 2^32
   // (column_segment_avx512.cc).
   bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
-                             std::uint64_t* cells) const noexcept;
+                             QueriedCells& kept) const noexcept;
   bool vector_query() const noexcept { return vector_query_; }
   // `valid` by age rank (bit a of valid_by_age = the column of age rank a, oldest first) regrouped by phase,
   // into out[0..k).
@@ -209,6 +221,8 @@ class ColumnSegment {
   RunStart oldest_run_start(const std::uint64_t* x) const noexcept;
   // The same with AVX-512 F and DQ (vector_runs(); column_segment_avx512.cc).
   RunStart oldest_run_start_vector(const std::uint64_t* x) const noexcept;
+  // The same from the query's run slots (vector_runs()): only the first slot's phases are tested.
+  RunStart oldest_run_start_from_slots(const QueriedCells& kept) const noexcept;
   static constexpr std::uint32_t kVectorRunPhases = 16;  // two registers of eight lanes
   std::int64_t age_of_run(const std::uint64_t* x, RunStart run, std::uint32_t* newer) const noexcept;
   static RunStart first_phase(std::uint32_t slot, std::uint64_t phases, bool wraps, const OldestColumn& oldest) noexcept;
@@ -225,11 +239,15 @@ class ColumnSegment {
   struct RunSearch {
     std::uint64_t open = ~std::uint64_t{0};
     std::uint64_t next_slot = ~std::uint64_t{0};
+    // Bit s: a run from slot s starting at a phase before the last one fed holds the key in every phase
+    // fed. After all k: the slots the runs start in (QueriedCells::run_slots), without open's last term.
+    std::uint64_t runs = 0;
     // x: the phase's cell masked by validity; x_down: its bits below w, each slot's bit moved down one
     // (bit s = slot s + 1, bit w - 1 = slot 0).
     void feed(std::uint64_t x, std::uint64_t x_down) noexcept {
       next_slot &= x_down;
-      open = (open & x) | next_slot;
+      runs = open & x;
+      open = runs | next_slot;
     }
     // feed() with x_down as (x | x << w) >> 1: the bits below w are down_a_slot's, in three operations;
     // the bits from w on are left set, which found() masks.
