@@ -96,6 +96,14 @@ std::uint64_t lanes_with_slot(Lanes16 v, std::uint32_t slot) {
   return _mm512_test_epi64_mask(v.low, bit) | static_cast<std::uint64_t>(_mm512_test_epi64_mask(v.high, bit)) << 8;
 }
 
+// Lane b of the sixteen: x[b] for the phases set in `live` (b < k), zero beyond.
+Lanes16 phase_lanes(const std::uint64_t* x, __mmask16 live) {
+  return {_mm512_maskz_loadu_epi64(static_cast<__mmask8>(live), x),
+          _mm512_maskz_loadu_epi64(static_cast<__mmask8>(live >> 8), x + 8)};
+}
+
+__mmask16 live_phases(std::uint32_t k) { return static_cast<__mmask16>(k == 16 ? 0xFFFFU : (1U << k) - 1); }
+
 }  // namespace
 
 // oldest_run_start with the sixteen phases in lanes: the suffix ANDs S_b and the prefix ANDs in four steps
@@ -103,9 +111,8 @@ std::uint64_t lanes_with_slot(Lanes16 v, std::uint32_t slot) {
 // across the lanes, and the phases whose word has the slot found as a lane mask.
 ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(const std::uint64_t* x) const noexcept {
   const __m512i ones = _mm512_set1_epi64(static_cast<long long>(cell_mask_));
-  const auto live = static_cast<__mmask16>(k_ == 16 ? 0xFFFFU : (1U << k_) - 1);
-  const Lanes16 masked{_mm512_maskz_loadu_epi64(static_cast<__mmask8>(live), x),
-                       _mm512_maskz_loadu_epi64(static_cast<__mmask8>(live >> 8), x + 8)};
+  const __mmask16 live = live_phases(k_);
+  const Lanes16 masked = phase_lanes(x, live);
   // Lanes from k on hold every slot, for the suffix ANDs.
   const Lanes16 cells{_mm512_mask_mov_epi64(ones, static_cast<__mmask8>(live), masked.low),
                       _mm512_mask_mov_epi64(ones, static_cast<__mmask8>(live >> 8), masked.high)};
@@ -155,9 +162,7 @@ ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(const std::uint64
 // phase of the longest suffix of lanes with slot s to the length of the prefix of lanes with slot s + 1.
 ColumnSegment::RunStart ColumnSegment::oldest_run_start_from_slots(const QueriedCells& kept) const noexcept {
   if (kept.run_slots == 0) return {};
-  const auto live = static_cast<__mmask16>(k_ == 16 ? 0xFFFFU : (1U << k_) - 1);
-  const Lanes16 masked{_mm512_maskz_loadu_epi64(static_cast<__mmask8>(live), kept.x.data()),
-                       _mm512_maskz_loadu_epi64(static_cast<__mmask8>(live >> 8), kept.x.data() + 8)};
+  const Lanes16 masked = phase_lanes(kept.x.data(), live_phases(k_));
   const OldestColumn oldest = oldest_column();
   const std::uint64_t from_oldest = kept.run_slots & oldest.from_slot;
   const bool wraps = from_oldest == 0;

@@ -239,9 +239,9 @@ TEST(ColumnSegment, VectorQueryFindsTheScalarCellsInLargeTables) {
 }
 
 // In a segment of a few KiB and in one of about 1 MiB, every key's answer, cell starts, kept cells and
-// oldest run (from its run slots) from the vector query are the scalar query's, for k of 1 to 20 (one to three groups of eight phases, whole
-// and partial), a wrapped ring, about half the bits set and every other trial a random stretch of the
-// oldest columns invalid. Seed 87.
+// oldest run (from its run slots) from the vector query are the scalar query's, for k of 1 to 20 (one to
+// three groups of eight phases, whole and partial), a wrapped ring, about half the bits set and every other
+// trial a random stretch of the oldest columns invalid. Seed 87.
 TEST(ColumnSegment, VectorQueryFindsTheScalarAnswersInSmallAndLargeSegments) {
   std::mt19937_64 rng(87);
   for (const std::uint32_t k : {1U, 7U, 8U, 9U, 14U, 16U, 17U, 20U}) {
