@@ -44,9 +44,21 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       index_of_phase_(k, 0),
       table_start_(k),
       cubic_of_phase_(k, 0),
-      vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits) {
+      vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits),
+      ring_word_query_(vector_query_ && columns_ <= 64) {
   set_oldest(0);
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
+  if (ring_word_query_) set_up_ring_word();
+}
+
+void ColumnSegment::set_up_ring_word() {
+  columns_of_phase_.assign(k_, 0);
+  for (std::uint32_t c = 0; c < columns_; ++c) columns_of_phase_[c % k_] |= std::uint64_t{1} << c;
+  std::uint32_t run = 1;
+  std::size_t i = 0;
+  for (; run * 2 <= k_; run *= 2) run_shifts_[i++] = run;
+  run_shifts_[i] = k_ - run;
+  cells_in_words_ = 64 % width_ == 0;
 }
 
 void ColumnSegment::locate(const Probes& probes, std::uint64_t* cell_starts) const noexcept {
@@ -66,11 +78,13 @@ void ColumnSegment::load_cells(const std::uint64_t* cell_starts, const std::uint
 // The out-of-cache path: the cells are read in a loop of their own, then searched, so that their loads
 // (of lines requested before) issue a few instructions apart (docs/decisions/tlbf-query-experiments.md,
 // "Kept: the in-cache query").
-bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept {
-  std::array<std::uint64_t, kMaxProbes> x;
-  load_cells(cell_starts, valid, x.data());
+bool ColumnSegment::any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid,
+                            QueriedCells& kept) const noexcept {
+  std::uint64_t* x = kept.x.data();
+  load_cells(cell_starts, valid, x);
   RunSearch search;
   for (std::uint32_t b = 0; b < k_; ++b) search.feed(x[b], down_a_slot(x[b]));
+  kept.run_slots = search.runs;
   return search.found(cell_mask_);
 }
 
@@ -85,7 +99,8 @@ bool ColumnSegment::locate_any_run_scalar(const KeyProbes& probes, const std::ui
                                           std::uint64_t* cell_starts) const noexcept {
   if (width_ > kMaxNarrowCellBits) {
     locate(probes.values(), cell_starts);
-    return any_run(cell_starts, valid);
+    QueriedCells kept;
+    return any_run(cell_starts, valid, kept);
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
   const std::uint64_t rows = rows_;
@@ -118,14 +133,7 @@ std::int64_t ColumnSegment::oldest_run(const std::uint64_t* cell_starts, const s
 }
 
 std::int64_t ColumnSegment::oldest_run_in(const std::uint64_t* cells, std::uint32_t* newer) const noexcept {
-  return age_of_run(cells, vector_runs() ? oldest_run_start_vector(cells) : oldest_run_start(cells), newer);
-}
-
-std::int64_t ColumnSegment::oldest_run_scalar(const std::uint64_t* cell_starts, const std::uint64_t* valid,
-                                              std::uint32_t* newer) const noexcept {
-  std::array<std::uint64_t, kMaxProbes> x;
-  load_cells(cell_starts, valid, x.data());
-  return age_of_run(x.data(), oldest_run_start(x.data()), newer);
+  return age_of_run(cells, oldest_run_start(cells), newer);
 }
 
 std::int64_t ColumnSegment::age_of_run(const std::uint64_t* x, RunStart run, std::uint32_t* newer) const noexcept {

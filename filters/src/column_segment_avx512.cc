@@ -1,15 +1,20 @@
 // File: filters/src/column_segment_avx512.cc
 //
-// ColumnSegment::locate_any_run_vector: the in-cache query eight phases at a time with AVX-512 F and DQ,
-// compiled for those alone (the function's target attribute) and called only where the CPU has them
+// The vector queries of the time-limited filter's segment (ColumnSegment::locate_any_run_vector and
+// locate_any_run_ring_word), the ring word's search of cells requested first (any_run_in_ring_word), and
+// the age's oldest run from a query's run slots across the phases' lanes. The file is compiled for AVX-512 F
+// and DQ and BMI2 (its target pragma); its functions are called only where the CPU has them
 // (ColumnSegment::vector_query()). Per eight phases: the probe sums h1 + j h2 + (j^3 - j) / 6 and their mix
 // (tlbf_probes.h) in 64-bit lanes, the rows by fast_range and the cells' starts. Then every cell is loaded
-// (one unaligned 64-bit load each) and masked by validity in a loop of its own, and the run search reads
-// the k cells in phase order as the scalar query does: its chain is two operations per phase, shorter
-// than the lanes' shuffles a vector prefix would take (docs/decisions/tlbf-query-experiments.md, "The
-// vector query"). Loading the cells this way, all of them before the search reads any, is faster than
-// gathering them in the lanes at every size the query serves ("Kept: the cells loaded one by one, before
-// the search").
+// (one 64-bit load each), all of them before the search reads any, which is faster than gathering them in
+// the lanes at every size the query serves (docs/decisions/tlbf-query-experiments.md, "Kept: the cells
+// loaded one by one, before the search"), and searched in one of two ways:
+// - a ring of at most 64 columns (every level up to 4 at 1e-3): each cell deposited into its columns of one
+//   word with PDEP, the word turned to age order and masked by the validity, and its runs of k found by
+//   five or six shifts and ANDs ("Kept: the ring in one word");
+// - a wider ring: each cell masked by validity, then the run search reads the k cells in phase order as
+//   the scalar query does: its chain is two operations per phase, shorter than the lanes' shuffles a
+//   vector prefix would take ("The vector query").
 //
 // fast_range(v, rows) is the high 64 bits of v * rows. With rows < 2^32 (required by vector_query()), and
 // v = v_hi 2^32 + v_lo, that is (v_hi rows + (v_lo rows >> 32)) >> 32, from two 32 x 32 -> 64-bit
@@ -24,7 +29,7 @@
 
 #include "tlbf_probes.h"
 
-// GCC 12's shift, align and multiply intrinsics pass _mm512_undefined_epi32() (a self-initialised
+// GCC 12's shift and multiply intrinsics pass _mm512_undefined_epi32() (a self-initialised
 // variable) as their unused merge source, which -Wmaybe-uninitialized and -Wuninitialized report once they
 // are inlined here.
 #pragma GCC diagnostic push
@@ -33,62 +38,33 @@
 
 namespace bloomgate::filters::detail {
 
-__attribute__((target("avx512f,avx512dq"))) bool ColumnSegment::locate_any_run_vector(
-    const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts, QueriedCells& kept) const noexcept {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
-  const __m512i h1 = _mm512_set1_epi64(static_cast<long long>(probes.key().value));
-  const __m512i h2 = _mm512_set1_epi64(static_cast<long long>(second_probe_hash(probes.key())));
-  const __m512i mix = _mm512_set1_epi64(static_cast<long long>(kProbeMix));
-  const __m512i rows = _mm512_set1_epi64(static_cast<long long>(rows_));
-  const __m512i width = _mm512_set1_epi64(width_);
-  for (std::uint32_t b = 0; b < k_; b += 8) {
-    const auto lanes = static_cast<__mmask8>(k_ - b >= 8 ? 0xFFU : (1U << (k_ - b)) - 1);
-    const __m512i j = _mm512_maskz_loadu_epi64(lanes, index_of_phase_.data() + b);
-    const __m512i cubic = _mm512_maskz_loadu_epi64(lanes, cubic_of_phase_.data() + b);
-    const __m512i sum = _mm512_add_epi64(_mm512_add_epi64(h1, cubic), _mm512_mullo_epi64(j, h2));
-    const __m512i value = _mm512_mullo_epi64(_mm512_xor_si512(sum, _mm512_srli_epi64(sum, kProbeMixShift)), mix);
-    const __m512i low = _mm512_mul_epu32(value, rows);
-    const __m512i high = _mm512_mul_epu32(_mm512_srli_epi64(value, 32), rows);
-    const __m512i row = _mm512_srli_epi64(_mm512_add_epi64(high, _mm512_srli_epi64(low, 32)), 32);
-    const __m512i start =
-        _mm512_add_epi64(_mm512_maskz_loadu_epi64(lanes, table_start_.data() + b), _mm512_mul_epu32(row, width));
-    _mm512_storeu_si512(cell_starts + b, start);  // whole groups: a masked store is not forwarded to loads
-  }
-  // Every cell loaded before the search reads any: with the loads in the search's loop each waited behind
-  // the search's chain.
-  std::uint64_t* x = kept.x.data();
-  for (std::uint32_t b = 0; b < k_; ++b) x[b] = bits_from(bytes, cell_starts[b]) & valid[b];
-  RunSearch search;
-  for (std::uint32_t b = 0; b < k_; ++b) search.feed_cell(x[b], width_);
-  kept.run_slots = search.runs;
-  return search.found(cell_mask_);
-}
-
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512dq")
+#pragma GCC target("avx512f,avx512dq,bmi2")
 
 namespace {
 
-// Sixteen lanes in two registers (phases 0-7, 8-15), moved down (lane i takes lane i + n) or up (lane i
-// takes lane i - n) by n < 8 lanes, `fill` entering at the end.
+// The k cells deposited into their columns of one word (PDEP takes a cell's w low bits, so the bits above
+// the cell that a load brings need no mask), in two chains of ORs so that no deposit waits for the one
+// before it. `cell(start)` reads the cell whose first bit is `start`.
+template <class CellAt>
+[[gnu::always_inline]] inline std::uint64_t deposit_cells(const std::uint64_t* cell_starts, const std::uint64_t* columns,
+                                                          std::uint32_t k, CellAt cell) {
+  std::uint64_t even = 0;
+  std::uint64_t odd = 0;
+  std::uint32_t b = 0;
+  for (; b + 1 < k; b += 2) {
+    even |= _pdep_u64(cell(cell_starts[b]), columns[b]);
+    odd |= _pdep_u64(cell(cell_starts[b + 1]), columns[b + 1]);
+  }
+  if (b < k) even |= _pdep_u64(cell(cell_starts[b]), columns[b]);
+  return even | odd;
+}
+
+// Sixteen lanes in two registers (phases 0-7, 8-15).
 struct Lanes16 {
   __m512i low;
   __m512i high;
 };
-
-template <int n>
-Lanes16 lanes_down(Lanes16 v, __m512i fill) {
-  return {_mm512_alignr_epi64(v.high, v.low, n), _mm512_alignr_epi64(fill, v.high, n)};
-}
-
-template <int n>
-Lanes16 lanes_up(Lanes16 v, __m512i fill) {
-  return {_mm512_alignr_epi64(v.low, fill, 8 - n), _mm512_alignr_epi64(v.high, v.low, 8 - n)};
-}
-
-Lanes16 operator&(Lanes16 a, Lanes16 b) {
-  return {_mm512_and_si512(a.low, b.low), _mm512_and_si512(a.high, b.high)};
-}
 
 // Bit b: lane b has bit `slot`.
 std::uint64_t lanes_with_slot(Lanes16 v, std::uint32_t slot) {
@@ -106,55 +82,82 @@ __mmask16 live_phases(std::uint32_t k) { return static_cast<__mmask16>(k == 16 ?
 
 }  // namespace
 
-// oldest_run_start with the sixteen phases in lanes: the suffix ANDs S_b and the prefix ANDs in four steps
-// each (by 1, 2, 4 and 8 lanes), the run words S_b & down_a_slot(P_b) in every lane at once, their slots ORed
-// across the lanes, and the phases whose word has the slot found as a lane mask.
-ColumnSegment::RunStart ColumnSegment::oldest_run_start_vector(const std::uint64_t* x) const noexcept {
-  const __m512i ones = _mm512_set1_epi64(static_cast<long long>(cell_mask_));
-  const __mmask16 live = live_phases(k_);
-  const Lanes16 masked = phase_lanes(x, live);
-  // Lanes from k on hold every slot, for the suffix ANDs.
-  const Lanes16 cells{_mm512_mask_mov_epi64(ones, static_cast<__mmask8>(live), masked.low),
-                      _mm512_mask_mov_epi64(ones, static_cast<__mmask8>(live >> 8), masked.high)};
-  Lanes16 suffix = cells & lanes_down<1>(cells, ones);
-  suffix = suffix & lanes_down<2>(suffix, ones);
-  suffix = suffix & lanes_down<4>(suffix, ones);
-  suffix.low = _mm512_and_si512(suffix.low, suffix.high);
-  Lanes16 prefix = cells & lanes_up<1>(cells, ones);  // lane b: phases 0..b
-  prefix = prefix & lanes_up<2>(prefix, ones);
-  prefix = prefix & lanes_up<4>(prefix, ones);
-  prefix.high = _mm512_and_si512(prefix.high, prefix.low);
-  const Lanes16 before = lanes_up<1>(prefix, ones);  // lane b: phases 0..b-1
-  const __m512i one = _mm512_set1_epi64(1);
-  const __m128i top_slot = _mm_cvtsi64_si128(width_ - 1);
-  const auto down_a_slot = [&](__m512i p) {
-    return _mm512_or_si512(_mm512_srli_epi64(p, 1), _mm512_sll_epi64(_mm512_and_si512(p, one), top_slot));
-  };
-  const __m512i runs_low = _mm512_maskz_and_epi64(static_cast<__mmask8>(live), suffix.low, down_a_slot(before.low));
-  const __m512i runs_high = _mm512_maskz_and_epi64(static_cast<__mmask8>(live >> 8), suffix.high, down_a_slot(before.high));
-  const auto slots = static_cast<std::uint64_t>(_mm512_reduce_or_epi64(_mm512_or_si512(runs_low, runs_high)));
-  if (slots == 0) return {};
-  const OldestColumn oldest = oldest_column();
-  const auto from_phase = static_cast<__mmask16>(oldest.from_phase);
-  const __m512i from_slot = _mm512_set1_epi64(static_cast<long long>(oldest.from_slot));
-  const __m512i after_slot = _mm512_set1_epi64(static_cast<long long>(oldest.after_slot));
-  const __m512i selected_low = _mm512_and_si512(runs_low, _mm512_mask_blend_epi64(static_cast<__mmask8>(from_phase), after_slot, from_slot));
-  const __m512i selected_high =
-      _mm512_and_si512(runs_high, _mm512_mask_blend_epi64(static_cast<__mmask8>(from_phase >> 8), after_slot, from_slot));
-  const auto slots_from_oldest =
-      static_cast<std::uint64_t>(_mm512_reduce_or_epi64(_mm512_or_si512(selected_low, selected_high)));
-  const bool wraps = slots_from_oldest == 0;
-  const auto slot = static_cast<std::uint32_t>(std::countr_zero(wraps ? slots : slots_from_oldest));
-  RunStart run = first_phase(slot, lanes_with_slot(Lanes16{runs_low, runs_high}, slot), wraps, oldest);
-  // The columns after the run: phases run.phase..k-1 of the next slot, then every phase of the one after.
-  const std::uint32_t following_slot = next_slot(slot);
-  run.following = lanes_with_slot(masked, following_slot) >> run.phase |
-                  lanes_with_slot(masked, next_slot(following_slot)) << (k_ - run.phase);
-  run.following_span = 2 * k_ - run.phase;
-  return run;
+// The cells' starts of eight phases at a time, stored in whole groups: a masked store is not forwarded to
+// the loads that read them. Inlined into both vector queries.
+[[gnu::always_inline]] inline void ColumnSegment::locate_vector(const KeyProbes& probes,
+                                                               std::uint64_t* cell_starts) const noexcept {
+  const __m512i h1 = _mm512_set1_epi64(static_cast<long long>(probes.key().value));
+  const __m512i h2 = _mm512_set1_epi64(static_cast<long long>(second_probe_hash(probes.key())));
+  const __m512i mix = _mm512_set1_epi64(static_cast<long long>(kProbeMix));
+  const __m512i rows = _mm512_set1_epi64(static_cast<long long>(rows_));
+  const __m512i width = _mm512_set1_epi64(width_);
+  for (std::uint32_t b = 0; b < k_; b += 8) {
+    const auto lanes = static_cast<__mmask8>(k_ - b >= 8 ? 0xFFU : (1U << (k_ - b)) - 1);
+    const __m512i j = _mm512_maskz_loadu_epi64(lanes, index_of_phase_.data() + b);
+    const __m512i cubic = _mm512_maskz_loadu_epi64(lanes, cubic_of_phase_.data() + b);
+    const __m512i sum = _mm512_add_epi64(_mm512_add_epi64(h1, cubic), _mm512_mullo_epi64(j, h2));
+    const __m512i value = _mm512_mullo_epi64(_mm512_xor_si512(sum, _mm512_srli_epi64(sum, kProbeMixShift)), mix);
+    const __m512i low = _mm512_mul_epu32(value, rows);
+    const __m512i high = _mm512_mul_epu32(_mm512_srli_epi64(value, 32), rows);
+    const __m512i row = _mm512_srli_epi64(_mm512_add_epi64(high, _mm512_srli_epi64(low, 32)), 32);
+    const __m512i start =
+        _mm512_add_epi64(_mm512_maskz_loadu_epi64(lanes, table_start_.data() + b), _mm512_mul_epu32(row, width));
+    _mm512_storeu_si512(cell_starts + b, start);
+  }
 }
 
-// oldest_run_start_vector's run, from the slots the query's search found runs in: the oldest run starts in
+bool ColumnSegment::locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
+                                          QueriedCells& kept) const noexcept {
+  locate_vector(probes, cell_starts);
+  // Every cell loaded before the search reads any: with the loads in the search's loop each waited behind
+  // the search's chain.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(cells_.data());
+  std::uint64_t* x = kept.x.data();
+  for (std::uint32_t b = 0; b < k_; ++b) x[b] = bits_from(bytes, cell_starts[b]) & valid[b];
+  RunSearch search;
+  for (std::uint32_t b = 0; b < k_; ++b) search.feed_cell(x[b], width_);
+  kept.run_slots = search.runs;
+  return search.found(cell_mask_);
+}
+
+// Cells of a width that divides 64 never cross a word: each is read from its aligned word, shifted by the
+// start's low six bits (what a 64-bit SHRX reads of its count), one operation less per cell than bits_from's
+// byte address and shift. Turning the word by the oldest column puts the free column just before it at the
+// top: no valid run wraps, and the ring's copy that the left shift leaves above bit C - 1 is masked with the
+// validity, which has no bit from the live count on. Inlined into both of its callers.
+[[gnu::always_inline]] inline bool ColumnSegment::search_ring_word(const std::uint64_t* cell_starts,
+                                                                  std::uint64_t valid_by_age,
+                                                                  QueriedCells& kept) const noexcept {
+  const std::uint64_t* words = cells_.data();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(words);
+  const std::uint64_t by_column =
+      cells_in_words_
+          ? deposit_cells(cell_starts, columns_of_phase_.data(), k_,
+                          [words](std::uint64_t start) { return words[start >> 6] >> (start & 63); })
+          : deposit_cells(cell_starts, columns_of_phase_.data(), k_,
+                          [bytes](std::uint64_t start) { return bits_from(bytes, start); });
+  // (x << 1) << (C - 1 - oldest) is x << (C - oldest) without the undefined shift by 64 when oldest is 0.
+  const std::uint64_t holding =
+      ((by_column >> oldest_) | ((by_column << 1) << (columns_ - 1 - oldest_))) & valid_by_age;
+  std::uint64_t runs = holding;
+  for (const std::uint32_t shift : run_shifts_) runs &= runs >> shift;
+  kept.holding_by_age = holding;
+  kept.runs_by_age = runs;
+  return runs != 0;
+}
+
+bool ColumnSegment::locate_any_run_ring_word(const KeyProbes& probes, std::uint64_t valid_by_age,
+                                             std::uint64_t* cell_starts, QueriedCells& kept) const noexcept {
+  locate_vector(probes, cell_starts);
+  return search_ring_word(cell_starts, valid_by_age, kept);
+}
+
+bool ColumnSegment::any_run_in_ring_word(const std::uint64_t* cell_starts, std::uint64_t valid_by_age,
+                                         QueriedCells& kept) const noexcept {
+  return search_ring_word(cell_starts, valid_by_age, kept);
+}
+
+// oldest_run_start's run, from the slots the query's search found runs in: the oldest run starts in
 // the first of them at or after the oldest column's slot, else (past the ring's end) in the first of all.
 // A run from that slot at a phase before the oldest column's would cross the free column just before it,
 // which is never valid, so any phase of the slot's runs is at or after the oldest column. The slot's runs

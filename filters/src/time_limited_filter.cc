@@ -128,15 +128,16 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
   const ColumnSegment& segment = *segments_.front();
   if (located_in(segment, *located) || requests_cells_first()) {
     if (!located_in(segment, *located)) prefetch_first_lines(probes, *located);  // contains(); test_and_insert did
-    const bool any = segment.any_run(located->start.data(), valid_by_phase_.data());
+    detail::QueriedCells kept;
+    const bool any = segment.any_run_located(located->start.data(), valid_by_phase_.data(), valid.front(), kept);
     if (!any || newer == nullptr) return any ? 0 : -1;
-    return window_of_run(segment.oldest_run(located->start.data(), valid_by_phase_.data(), newer));
+    return window_of_run(segment.oldest_run_located(kept, newer));
   }
   // In cache: the cells the query read answer for the oldest run too.
   located->segment = &segment;
   located->layout_version = layout_version_;
   detail::QueriedCells kept;
-  const bool any = segment.locate_any_run(probes, valid_by_phase_.data(), located->start.data(), kept);
+  const bool any = segment.locate_any_run(probes, valid_by_phase_.data(), valid.front(), located->start.data(), kept);
   if (!any || newer == nullptr) return any ? 0 : -1;
   return window_of_run(segment.oldest_run_after_query(located->start.data(), valid_by_phase_.data(), kept, newer));
 }
@@ -307,7 +308,7 @@ Sighting TimeLimitedFilter::test_and_insert_with_age(KeyHash key, TimePoint now)
   std::array<std::uint64_t, detail::kMaxProbes> cell_starts;
   detail::QueriedCells kept;
   const ColumnSegment& segment = *segments_.front();
-  const bool present = segment.locate_any_run(probes, valid_by_phase_.data(), cell_starts.data(), kept);
+  const bool present = segment.locate_any_run(probes, valid_by_phase_.data(), valid_.front(), cell_starts.data(), kept);
   if (present && age != nullptr) {
     std::uint32_t newer = 0;
     const std::int64_t window =

@@ -148,10 +148,12 @@ TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
 // (bit_slice.h's oldest_matching_run) finds over
 // the same bits (each live column's bit of the row its hash index picks, oldest first, expired ones
 // failing), for random validity too, and how many columns after it hold the key in a row (the sighting's
-// age starts there), both in its vector form where the CPU has AVX-512 and k <= 16 (from the lanes and
-// from the vector query's run slots) and in its scalar one;
-// and any_run() / locate_any_run() whether there is one: the scalar query, and the vector one where the
-// CPU has AVX-512 (k of 1 to 20: one, two and three groups of eight phases, whole and partial).
+// age starts there), both from the cells (passes over the phases) and from what a query kept: the run
+// slots of the vector query or of any_run (with AVX-512 and k <= 16), or the ring word in a ring of at most
+// 64 columns, whose holding bits are checked one by one;
+// and any_run() / any_run_located() / locate_any_run() whether there is one: the scalar query, and the
+// vector one where the CPU has AVX-512 (k of 1 to 20: one, two and three groups of eight phases, whole and
+// partial).
 TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
   std::mt19937_64 rng(85);
   for (const std::uint32_t k : {1U, 2U, 5U, 8U, 9U, 15U, 16U, 20U}) {
@@ -191,10 +193,13 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
         std::uint32_t holding_after = 0;  // the columns after the run that hold the key, in a row
         for (auto age = static_cast<std::size_t>(run + k); run >= 0 && age < n && holds[age]; ++age) ++holding_after;
         ASSERT_EQ(newer, holding_after) << "k " << k << ", width " << width << ", trial " << trial;
-        std::uint32_t newer_scalar = 0;
-        ASSERT_EQ(segment.oldest_run_scalar(cell_starts.data(), by_phase.data(), &newer_scalar), run);
-        ASSERT_EQ(newer_scalar, holding_after);
-        ASSERT_EQ(segment.any_run(cell_starts.data(), by_phase.data()), window >= 0);
+        detail::QueriedCells kept_by_any;
+        ASSERT_EQ(segment.any_run(cell_starts.data(), by_phase.data(), kept_by_any), window >= 0);
+        detail::QueriedCells kept_located;  // out of the caches: the cells located and requested first
+        ASSERT_EQ(segment.any_run_located(cell_starts.data(), by_phase.data(), valid[0], kept_located), window >= 0);
+        std::uint32_t newer_located = 0;
+        ASSERT_EQ(segment.oldest_run_located(kept_located, &newer_located), run);
+        ASSERT_EQ(newer_located, holding_after);
         const detail::KeyProbes key_probes(key, k);
         std::array<std::uint64_t, detail::kMaxProbes> fused{};
         ASSERT_EQ(segment.locate_any_run_scalar(key_probes, by_phase.data(), fused.data()), window >= 0);
@@ -204,12 +209,21 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
           detail::QueriedCells kept;
           ASSERT_EQ(segment.locate_any_run_vector(key_probes, by_phase.data(), vector.data(), kept), window >= 0);
           for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(vector[b], cell_starts[b]) << "phase " << b;
-          std::uint32_t newer_in_cells = 0;  // from the cells and run slots the vector query kept
-          ASSERT_EQ(segment.oldest_run_after_query(vector.data(), by_phase.data(), kept, &newer_in_cells), run);
+          std::uint32_t newer_in_cells = 0;  // the passes over the cells it kept
+          ASSERT_EQ(segment.oldest_run_in(kept.x.data(), &newer_in_cells), run);
           ASSERT_EQ(newer_in_cells, holding_after);
-          std::uint32_t newer_in_lanes = 0;  // the lanes' search over the same cells
-          ASSERT_EQ(segment.oldest_run_in(kept.x.data(), &newer_in_lanes), run);
-          ASSERT_EQ(newer_in_lanes, holding_after);
+          // The filter's query (the ring word where the ring has at most 64 columns), and the oldest run from
+          // what it kept.
+          std::array<std::uint64_t, detail::kMaxProbes> starts{};
+          detail::QueriedCells kept_by_query;
+          ASSERT_EQ(segment.locate_any_run(key_probes, by_phase.data(), valid[0], starts.data(), kept_by_query), window >= 0);
+          for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(starts[b], cell_starts[b]) << "phase " << b;
+          std::uint32_t newer_kept = 0;
+          ASSERT_EQ(segment.oldest_run_after_query(starts.data(), by_phase.data(), kept_by_query, &newer_kept), run);
+          ASSERT_EQ(newer_kept, holding_after);
+          for (std::uint32_t age = 0; segment.ring_word_query() && age < 64; ++age) {
+            ASSERT_EQ(((kept_by_query.holding_by_age >> age) & 1U) != 0, age < n && holds[age]) << "age " << age;
+          }
         }
       }
     }
@@ -239,7 +253,8 @@ TEST(ColumnSegment, VectorQueryFindsTheScalarCellsInLargeTables) {
 }
 
 // In a segment of a few KiB and in one of about 1 MiB, every key's answer, cell starts, kept cells and
-// oldest run (from its run slots) from the vector query are the scalar query's, for k of 1 to 20 (one to
+// oldest run (from its run slots, or from its ring word in rings of at most 64 columns: k up to 16 here)
+// from the vector query are the scalar query's, for k of 1 to 20 (one to
 // three groups of eight phases, whole and partial), a wrapped ring, about half the bits set and every other
 // trial a random stretch of the oldest columns invalid. Seed 87.
 TEST(ColumnSegment, VectorQueryFindsTheScalarAnswersInSmallAndLargeSegments) {
@@ -278,9 +293,13 @@ TEST(ColumnSegment, VectorQueryFindsTheScalarAnswersInSmallAndLargeSegments) {
         ASSERT_EQ(run >= 0, found);
         ASSERT_EQ(segment.oldest_run_in(kept.x.data(), &newer_in_cells), run) << "k " << k << ", rows " << rows;
         ASSERT_EQ(newer_in_cells, newer);
-        std::uint32_t newer_from_slots = 0;
-        ASSERT_EQ(segment.oldest_run_after_query(vector.data(), by_phase.data(), kept, &newer_from_slots), run);
-        ASSERT_EQ(newer_from_slots, newer);
+        std::array<std::uint64_t, detail::kMaxProbes> starts{};
+        detail::QueriedCells kept_by_query;  // the filter's query: the ring word, or the vector query's run slots
+        ASSERT_EQ(segment.locate_any_run(probes, by_phase.data(), valid[0], starts.data(), kept_by_query), found);
+        for (std::uint32_t b = 0; b < k; ++b) ASSERT_EQ(starts[b], scalar[b]) << "k " << k << ", phase " << b;
+        std::uint32_t newer_kept = 0;
+        ASSERT_EQ(segment.oldest_run_after_query(starts.data(), by_phase.data(), kept_by_query, &newer_kept), run);
+        ASSERT_EQ(newer_kept, newer);
       }
     }
   }

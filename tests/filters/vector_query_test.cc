@@ -44,7 +44,7 @@ TEST(VectorQuery, SegmentsFollowTheSwitch) {
   if (off) {
     EXPECT_EQ(describe_vector_query(),
               cpu_has_vector_query() ? "the time-limited filter queries with scalar code (BLOOMGATE_FILTER_VECTOR_QUERY=off)"
-                                     : "the time-limited filter queries with scalar code (the CPU has no AVX-512 F and DQ)");
+                                     : "the time-limited filter queries with scalar code (the CPU has no AVX-512 F and DQ, or no BMI2)");
   }
 }
 

@@ -10,12 +10,15 @@
 // new slice its neighbour's index minus one), so column c always holds the same hash index, and columns
 // are grouped by phase c mod k: phase b has a table of M cells of w bits, cell r at bit r * w of the table,
 // bit s of it the row r of column s * k + b. A key's query loads one cell per hash index (one unaligned
-// 64-bit load each) and finds the runs of k consecutive columns among k small words (oldest_run); its
-// insertion sets one bit in each of the k newest columns' cells, the same cells. A key's cells are listed
+// 64-bit load each) and finds the runs of k consecutive columns among k small words (oldest_run), or, with
+// the vector query in a ring of at most 64 columns, in one word that holds the key's bit of every column
+// (the ring word, locate_any_run_ring_word); its insertion sets one bit in each of the k newest columns'
+// cells, the same cells. A key's cells are listed
 // by phase (cell_starts[b] is its cell in phase b's table), the order the run search reads them in.
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,12 +34,16 @@ namespace bloomgate::filters::detail {
 
 class KeyProbes;  // tlbf_probes.h
 
-// What the vector query (ColumnSegment::locate_any_run_vector) keeps for the age's search: the key's cells
-// masked by validity, by phase, and the slots its runs start in (bit s: a run from some phase of slot s
-// holds the key; 0: none does).
+// What the vector queries (ColumnSegment::locate_any_run) keep for the age's search. In a ring of at
+// most 64 columns (ColumnSegment::ring_word_query()), the ring word: the columns that hold the key and are
+// valid, and where its runs start, by age rank. In a wider one, the key's cells masked by validity, by
+// phase, and the slots its runs start in (bit s: a run from some phase of slot s holds the key; 0: none
+// does).
 struct QueriedCells {
   alignas(64) std::array<std::uint64_t, kMaxProbes> x;
   std::uint64_t run_slots = 0;
+  std::uint64_t holding_by_age = 0;  // bit a: the column of age rank a holds the key's bit and is valid
+  std::uint64_t runs_by_age = 0;     // bit a: so do the k columns from age rank a
 };
 
 // The widest cell: a segment holds at most 64 k - 1 slices (the filter opens another segment beyond it).
@@ -93,44 +100,61 @@ class ColumnSegment {
 
   // The age rank (0 = oldest live column) of the oldest run of k consecutive columns that hold the key's bit
   // and are set in `valid` (valid_by_phase(): bit s of word b for column s * k + b), or -1. With `newer`,
-  // also how many live columns after that run (younger) hold the bit and are valid, in a row.
-  // With AVX-512 F and DQ and k <= 16 (vector_runs()) the search runs across the phases' lanes
-  // (oldest_run_start_vector); elsewhere in passes over the phases (oldest_run_scalar). Same answers.
+  // also how many live columns after that run (younger) hold the bit and are valid, in a row. In passes
+  // over the phases (oldest_run_start); after a query, what it kept answers sooner (below).
   std::int64_t oldest_run(const std::uint64_t* cell_starts, const std::uint64_t* valid,
                           std::uint32_t* newer = nullptr) const noexcept;
-  std::int64_t oldest_run_scalar(const std::uint64_t* cell_starts, const std::uint64_t* valid,
-                                 std::uint32_t* newer = nullptr) const noexcept;
   // The same from the cells masked by `valid` (load_cells' x).
   std::int64_t oldest_run_in(const std::uint64_t* cells, std::uint32_t* newer = nullptr) const noexcept;
-  // The same after locate_any_run() with these arguments: from what the vector query kept, without reading
-  // the cells again (with k <= 16, from its run slots: oldest_run_start_from_slots); after the scalar query
-  // (which keeps none), from cell_starts.
+  // The same after locate_any_run() with these arguments, from what it kept, without reading the cells
+  // again (oldest_run_kept); after the scalar query, which keeps none, from cell_starts.
   std::int64_t oldest_run_after_query(const std::uint64_t* cell_starts, const std::uint64_t* valid,
                                       const QueriedCells& kept, std::uint32_t* newer = nullptr) const noexcept {
     if (!vector_query_) return oldest_run(cell_starts, valid, newer);
-    return age_of_run(kept.x.data(), vector_runs() ? oldest_run_start_from_slots(kept) : oldest_run_start(kept.x.data()),
-                      newer);
+    return oldest_run_kept(kept, newer);
   }
   bool vector_runs() const noexcept { return vector_query_ && k_ <= kVectorRunPhases; }
-  // Whether such a run exists (the same search without locating the oldest).
-  bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid) const noexcept;
+  // Whether such a run exists (the same search without locating the oldest); the cells masked by `valid`
+  // and the run slots go into `kept`.
+  bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid, QueriedCells& kept) const noexcept;
+  // any_run of cells located before (out of the caches, requested first), or the ring word's search of them
+  // where ring_word_query() (any_run_in_ring_word); either keeps what oldest_run_located reads.
+  bool any_run_located(const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t valid_by_age,
+                       QueriedCells& kept) const noexcept {
+    return ring_word_query_ ? any_run_in_ring_word(cell_starts, valid_by_age, kept) : any_run(cell_starts, valid, kept);
+  }
+  // oldest_run after any_run_located, from what it kept.
+  std::int64_t oldest_run_located(const QueriedCells& kept, std::uint32_t* newer = nullptr) const noexcept {
+    return oldest_run_kept(kept, newer);
+  }
+  bool any_run_in_ring_word(const std::uint64_t* cell_starts, std::uint64_t valid_by_age,
+                            QueriedCells& kept) const noexcept;
   // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), the
   // rows of eight phases at a time, then the k cells loaded (locate_any_run_vector); else one pass over the
   // phases, each probe value computed where its cell is read (locate_any_run_scalar, DescendingProbes).
-  // Same answers and cells. The vector form also keeps the cells masked by `valid` and the run slots in
-  // `kept`, for oldest_run_after_query (an extra store per phase made the scalar loop slower, so it keeps
-  // none). cell_starts needs kMaxProbes words (the vector form writes whole groups of eight).
-  bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
-                      QueriedCells& kept) const noexcept {
+  // Same answers and cells. The vector form also keeps what oldest_run_after_query reads in `kept` (the
+  // ring word, or the cells masked by `valid` and the run slots; an extra store per phase made the scalar
+  // loop slower, so it keeps none). `valid_by_age` is the first word of the validity by age rank (bit a:
+  // the column of age rank a), which the ring word reads instead of `valid`. cell_starts needs kMaxProbes
+  // words (the vector form writes whole groups of eight).
+  bool locate_any_run(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t valid_by_age,
+                      std::uint64_t* cell_starts, QueriedCells& kept) const noexcept {
+    if (ring_word_query_) return locate_any_run_ring_word(probes, valid_by_age, cell_starts, kept);
     return vector_query_ ? locate_any_run_vector(probes, valid, cell_starts, kept)
                          : locate_any_run_scalar(probes, valid, cell_starts);
   }
   bool locate_any_run_scalar(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
-  // Requires vector_query(): the CPU has AVX-512 F and DQ, the cells are narrow and the rows fewer than 2^32
-  // (column_segment_avx512.cc).
+  // Requires vector_query(): the CPU has AVX-512 F and DQ and BMI2, the cells are narrow and the rows fewer
+  // than 2^32 (column_segment_avx512.cc).
   bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
                              QueriedCells& kept) const noexcept;
   bool vector_query() const noexcept { return vector_query_; }
+  // The vector query of a ring of at most 64 columns: the rows as locate_any_run_vector's, then the k cells
+  // deposited into one word, column c at bit c, turned to age order and masked by `valid_by_age`, and its
+  // runs of k found by shifts; `kept` gets the ring word. Requires ring_word_query().
+  bool locate_any_run_ring_word(const KeyProbes& probes, std::uint64_t valid_by_age, std::uint64_t* cell_starts,
+                                QueriedCells& kept) const noexcept;
+  bool ring_word_query() const noexcept { return ring_word_query_; }
   // `valid` by age rank (bit a of valid_by_age = the column of age rank a, oldest first) regrouped by phase,
   // into out[0..k).
   void valid_by_phase(const std::uint64_t* valid_by_age, std::uint64_t* out) const noexcept;
@@ -219,11 +243,31 @@ class ColumnSegment {
   void set_oldest(std::uint32_t column) noexcept;
   // The oldest run from the masked cells by phase.
   RunStart oldest_run_start(const std::uint64_t* x) const noexcept;
-  // The same with AVX-512 F and DQ (vector_runs(); column_segment_avx512.cc).
-  RunStart oldest_run_start_vector(const std::uint64_t* x) const noexcept;
   // The same from the query's run slots (vector_runs()): only the first slot's phases are tested.
   RunStart oldest_run_start_from_slots(const QueriedCells& kept) const noexcept;
   static constexpr std::uint32_t kVectorRunPhases = 16;  // two registers of eight lanes
+  // The vector queries' rows, eight phases at a time, into cell_starts (column_segment_avx512.cc).
+  void locate_vector(const KeyProbes& probes, std::uint64_t* cell_starts) const noexcept;
+  // The ring word's search of the cells at cell_starts, into `kept`; whether a run holds the key.
+  bool search_ring_word(const std::uint64_t* cell_starts, std::uint64_t valid_by_age, QueriedCells& kept) const noexcept;
+  void set_up_ring_word();  // columns_of_phase_, run_shifts_ and cells_in_words_
+  // The oldest run from what a query kept: the ring word; else the masked cells and, with k <= 16 and
+  // AVX-512, the run slots (oldest_run_start_from_slots).
+  std::int64_t oldest_run_kept(const QueriedCells& kept, std::uint32_t* newer) const noexcept {
+    if (ring_word_query_) return oldest_run_in_ring_word(kept, newer);
+    return age_of_run(kept.x.data(), vector_runs() ? oldest_run_start_from_slots(kept) : oldest_run_start(kept.x.data()),
+                      newer);
+  }
+  // The oldest run, and the columns after it that hold the key in a row, from the ring word kept.
+  std::int64_t oldest_run_in_ring_word(const QueriedCells& kept, std::uint32_t* newer) const noexcept {
+    if (kept.runs_by_age == 0) return -1;
+    const auto age = static_cast<std::uint32_t>(std::countr_zero(kept.runs_by_age));
+    // age + k <= live < 64: the ring's free column follows the live ones.
+    if (newer != nullptr) *newer = static_cast<std::uint32_t>(std::countr_one(kept.holding_by_age >> (age + k_)));
+    return age;
+  }
+  // Enough shifts for k < 64: doubling to the largest power of two up to k (at most 5), then the rest.
+  static constexpr std::size_t kRunShifts = 6;
   std::int64_t age_of_run(const std::uint64_t* x, RunStart run, std::uint32_t* newer) const noexcept;
   static RunStart first_phase(std::uint32_t slot, std::uint64_t phases, bool wraps, const OldestColumn& oldest) noexcept;
   // How many live columns after the run (at age rank `age`) hold the key's bit in the masked cells `x`, in a
@@ -283,7 +327,15 @@ class ColumnSegment {
   std::vector<std::uint64_t> table_start_;  // by phase: the first bit of its table
   // By phase, for the vector query: (j^3 - j) / 6 of the phase's hash index j, its probe's sum less h1 + j h2.
   std::vector<std::uint64_t> cubic_of_phase_;
+  // By phase, for the ring word: the bits of the phase's columns (s * k + b for every slot s).
+  std::vector<std::uint64_t> columns_of_phase_;
+  // For the ring word: ANDing a word with itself shifted down by each of these leaves bit a set where bits
+  // a .. a + k - 1 were (1, 2, 4, ... while the run length doubles within k, then k less that length;
+  // zeros pad).
+  std::array<std::uint32_t, kRunShifts> run_shifts_{};
+  bool cells_in_words_ = false;  // w divides 64: no cell crosses a word (the ring word reads words)
   bool vector_query_ = false;
+  bool ring_word_query_ = false;
 };
 
 // Where a slice's bits lie: its ColumnSlice's fields that a test reads, also copied into a dense array for

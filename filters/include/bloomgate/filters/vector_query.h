@@ -17,7 +17,7 @@ inline constexpr const char* kVectorQueryVariable = "BLOOMGATE_FILTER_VECTOR_QUE
 // naming the variable and the value for anything but auto, off or empty.
 bool vector_query_allowed(const char* value);
 
-// Whether the CPU has AVX-512 F and DQ with their registers enabled by the OS.
+// Whether the CPU has AVX-512 F and DQ with their registers enabled by the OS, and BMI2.
 bool cpu_has_vector_query() noexcept;
 
 // Whether this process's segments use the vector query where their shape allows it: the environment
