@@ -45,7 +45,7 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
       table_start_(k),
       cubic_of_phase_(k, 0),
       vector_query_(vector_query_in_use() && rows < (std::uint64_t{1} << 32) && width_ <= kMaxNarrowCellBits),
-      ring_word_query_(vector_query_ && columns_ <= 64) {
+      ring_word_query_(vector_query_ && columns_ <= 64 && width_ >= 2) {
   set_oldest(0);
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
   if (ring_word_query_) set_up_ring_word();

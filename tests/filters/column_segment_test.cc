@@ -153,10 +153,10 @@ TEST(ColumnSegment, OneColumnGathersItsRowsAsWords) {
 // 64 columns, whose holding bits are checked one by one;
 // and any_run() / any_run_located() / locate_any_run() whether there is one: the scalar query, and the
 // vector one where the CPU has AVX-512 (k of 1 to 20: one, two and three groups of eight phases, whole and
-// partial).
+// partial; 32 and 64, the most a ring word and a segment take).
 TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
   std::mt19937_64 rng(85);
-  for (const std::uint32_t k : {1U, 2U, 5U, 8U, 9U, 15U, 16U, 20U}) {
+  for (const std::uint32_t k : {1U, 2U, 5U, 8U, 9U, 15U, 16U, 20U, 32U, 64U}) {
     for (const std::uint32_t width : {1U, 3U, 60U, 100U, 150U, 180U, 200U, 319U}) {
       if (width > detail::ColumnSegment::max_slices(k)) continue;
       const std::uint64_t rows = 200;

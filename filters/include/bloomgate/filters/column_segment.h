@@ -149,9 +149,10 @@ class ColumnSegment {
   bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
                              QueriedCells& kept) const noexcept;
   bool vector_query() const noexcept { return vector_query_; }
-  // The vector query of a ring of at most 64 columns: the rows as locate_any_run_vector's, then the k cells
-  // deposited into one word, column c at bit c, turned to age order and masked by `valid_by_age`, and its
-  // runs of k found by shifts; `kept` gets the ring word. Requires ring_word_query().
+  // The vector query of a ring of at most 64 columns and two slots or more: the rows as
+  // locate_any_run_vector's, then the k cells deposited into one word, column c at bit c, turned to age
+  // order and masked by `valid_by_age`, and its runs of k found by shifts; `kept` gets the ring word.
+  // Requires ring_word_query().
   bool locate_any_run_ring_word(const KeyProbes& probes, std::uint64_t valid_by_age, std::uint64_t* cell_starts,
                                 QueriedCells& kept) const noexcept;
   bool ring_word_query() const noexcept { return ring_word_query_; }
@@ -266,7 +267,9 @@ class ColumnSegment {
     if (newer != nullptr) *newer = static_cast<std::uint32_t>(std::countr_one(kept.holding_by_age >> (age + k_)));
     return age;
   }
-  // Enough shifts for k < 64: doubling to the largest power of two up to k (at most 5), then the rest.
+  // Enough shifts for k <= 32, doubling to the largest power of two up to k (at most 5), then the rest. The
+  // ring word serves rings of two slots or more, so C <= 64 gives k <= 32 (a ring of one slot holds fewer
+  // than k slices: no run).
   static constexpr std::size_t kRunShifts = 6;
   std::int64_t age_of_run(const std::uint64_t* x, RunStart run, std::uint32_t* newer) const noexcept;
   static RunStart first_phase(std::uint32_t slot, std::uint64_t phases, bool wraps, const OldestColumn& oldest) noexcept;
