@@ -131,7 +131,7 @@ std::int64_t TimeLimitedFilter::oldest_window(const KeyProbes& probes, std::int6
     detail::QueriedCells kept;
     const bool any = segment.any_run_located(located->start.data(), valid_by_phase_.data(), valid.front(), kept);
     if (!any || newer == nullptr) return any ? 0 : -1;
-    return window_of_run(segment.oldest_run_located(kept, newer));
+    return window_of_run(segment.oldest_run_kept(kept, newer));
   }
   // In cache: the cells the query read answer for the oldest run too.
   located->segment = &segment;

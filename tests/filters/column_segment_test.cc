@@ -198,7 +198,7 @@ TEST(ColumnSegment, OldestRunIsTheWindowTheWalkFinds) {
         detail::QueriedCells kept_located;  // out of the caches: the cells located and requested first
         ASSERT_EQ(segment.any_run_located(cell_starts.data(), by_phase.data(), valid[0], kept_located), window >= 0);
         std::uint32_t newer_located = 0;
-        ASSERT_EQ(segment.oldest_run_located(kept_located, &newer_located), run);
+        ASSERT_EQ(segment.oldest_run_kept(kept_located, &newer_located), run);
         ASSERT_EQ(newer_located, holding_after);
         const detail::KeyProbes key_probes(key, k);
         std::array<std::uint64_t, detail::kMaxProbes> fused{};

@@ -34,11 +34,11 @@ namespace bloomgate::filters::detail {
 
 class KeyProbes;  // tlbf_probes.h
 
-// What the vector queries (ColumnSegment::locate_any_run) keep for the age's search. In a ring of at
-// most 64 columns (ColumnSegment::ring_word_query()), the ring word: the columns that hold the key and are
-// valid, and where its runs start, by age rank. In a wider one, the key's cells masked by validity, by
-// phase, and the slots its runs start in (bit s: a run from some phase of slot s holds the key; 0: none
-// does).
+// What a query keeps for the age's search (ColumnSegment::locate_any_run's vector forms, any_run_located,
+// any_run), read by ColumnSegment::oldest_run_kept. In a ring of at most 64 columns
+// (ColumnSegment::ring_word_query()), the ring word: the columns that hold the key and are valid, and where
+// its runs start, by age rank. In a wider one, the key's cells masked by validity, by phase, and the slots
+// its runs start in (bit s: a run from some phase of slot s holds the key; 0: none does).
 struct QueriedCells {
   alignas(64) std::array<std::uint64_t, kMaxProbes> x;
   std::uint64_t run_slots = 0;
@@ -118,17 +118,18 @@ class ColumnSegment {
   // and the run slots go into `kept`.
   bool any_run(const std::uint64_t* cell_starts, const std::uint64_t* valid, QueriedCells& kept) const noexcept;
   // any_run of cells located before (out of the caches, requested first), or the ring word's search of them
-  // where ring_word_query() (any_run_in_ring_word); either keeps what oldest_run_located reads.
+  // where ring_word_query() (any_run_in_ring_word); either keeps what oldest_run_kept reads.
   bool any_run_located(const std::uint64_t* cell_starts, const std::uint64_t* valid, std::uint64_t valid_by_age,
                        QueriedCells& kept) const noexcept {
     return ring_word_query_ ? any_run_in_ring_word(cell_starts, valid_by_age, kept) : any_run(cell_starts, valid, kept);
   }
-  // oldest_run after any_run_located, from what it kept.
-  std::int64_t oldest_run_located(const QueriedCells& kept, std::uint32_t* newer = nullptr) const noexcept {
-    return oldest_run_kept(kept, newer);
+  // oldest_run from what a vector query or any_run_located kept: the ring word; else the masked cells and,
+  // with k <= 16 and AVX-512, the run slots (oldest_run_start_from_slots).
+  std::int64_t oldest_run_kept(const QueriedCells& kept, std::uint32_t* newer = nullptr) const noexcept {
+    if (ring_word_query_) return oldest_run_in_ring_word(kept, newer);
+    return age_of_run(kept.x.data(), vector_runs() ? oldest_run_start_from_slots(kept) : oldest_run_start(kept.x.data()),
+                      newer);
   }
-  bool any_run_in_ring_word(const std::uint64_t* cell_starts, std::uint64_t valid_by_age,
-                            QueriedCells& kept) const noexcept;
   // locate() and any_run() in one call: the single-call path in cache. With AVX-512 (vector_query()), the
   // rows of eight phases at a time, then the k cells loaded (locate_any_run_vector); else one pass over the
   // phases, each probe value computed where its cell is read (locate_any_run_scalar, DescendingProbes).
@@ -249,16 +250,12 @@ class ColumnSegment {
   static constexpr std::uint32_t kVectorRunPhases = 16;  // two registers of eight lanes
   // The vector queries' rows, eight phases at a time, into cell_starts (column_segment_avx512.cc).
   void locate_vector(const KeyProbes& probes, std::uint64_t* cell_starts) const noexcept;
-  // The ring word's search of the cells at cell_starts, into `kept`; whether a run holds the key.
+  // The ring word's search of the cells at cell_starts, into `kept`; whether a run holds the key. Inlined
+  // into locate_any_run_ring_word; any_run_in_ring_word is its out-of-line call for any_run_located.
   bool search_ring_word(const std::uint64_t* cell_starts, std::uint64_t valid_by_age, QueriedCells& kept) const noexcept;
+  bool any_run_in_ring_word(const std::uint64_t* cell_starts, std::uint64_t valid_by_age,
+                            QueriedCells& kept) const noexcept;
   void set_up_ring_word();  // columns_of_phase_, run_shifts_ and cells_in_words_
-  // The oldest run from what a query kept: the ring word; else the masked cells and, with k <= 16 and
-  // AVX-512, the run slots (oldest_run_start_from_slots).
-  std::int64_t oldest_run_kept(const QueriedCells& kept, std::uint32_t* newer) const noexcept {
-    if (ring_word_query_) return oldest_run_in_ring_word(kept, newer);
-    return age_of_run(kept.x.data(), vector_runs() ? oldest_run_start_from_slots(kept) : oldest_run_start(kept.x.data()),
-                      newer);
-  }
   // The oldest run, and the columns after it that hold the key in a row, from the ring word kept.
   std::int64_t oldest_run_in_ring_word(const QueriedCells& kept, std::uint32_t* newer) const noexcept {
     if (kept.runs_by_age == 0) return -1;
