@@ -121,4 +121,38 @@ std::optional<KafkaResult<std::map<std::string, std::int64_t>>> RetentionQuery::
   return retention;
 }
 
+KafkaError Admin::create_topic(const std::string& name, int partitions, int replication_factor,
+                               const std::map<std::string, std::string>& configs,
+                               std::chrono::milliseconds timeout) const {
+  const std::string what = "creating topic " + name;
+  char reason[512] = {};
+  NewTopicHandle topic(rd_kafka_NewTopic_new(name.c_str(), partitions, replication_factor, reason, sizeof reason));
+  if (!topic) return KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, what + ": " + reason);
+  for (const auto& [key, value] : configs) {
+    if (const auto code = rd_kafka_NewTopic_set_config(topic.get(), key.c_str(), value.c_str()); code) {
+      return KafkaError(code, what + ": config " + key);
+    }
+  }
+  const AdminOptionsHandle options(rd_kafka_AdminOptions_new(handle_.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS));
+  rd_kafka_AdminOptions_set_request_timeout(options.get(), to_timeout_ms(timeout), reason, sizeof reason);
+  const QueueHandle queue(rd_kafka_queue_new(handle_.get()));
+  rd_kafka_NewTopic_t* topics[] = {topic.get()};
+  rd_kafka_CreateTopics(handle_.get(), topics, 1, options.get(), queue.get());
+  // The request times out after `timeout`; the margin lets its own error event arrive first.
+  const EventHandle event(rd_kafka_queue_poll(queue.get(), to_timeout_ms(timeout) + 1000));
+  if (!event) return KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, what);
+  if (const auto code = rd_kafka_event_error(event.get()); code != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return KafkaError(code, what + ": " + rd_kafka_event_error_string(event.get()));
+  }
+  const rd_kafka_CreateTopics_result_t* result = rd_kafka_event_CreateTopics_result(event.get());
+  std::size_t count = 0;
+  const rd_kafka_topic_result_t** results = result ? rd_kafka_CreateTopics_result_topics(result, &count) : nullptr;
+  if (count != 1) return KafkaError(RD_KAFKA_RESP_ERR__BAD_MSG, what + ": an unexpected answer");
+  if (const auto code = rd_kafka_topic_result_error(results[0]); code != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const char* message = rd_kafka_topic_result_error_string(results[0]);
+    return KafkaError(code, what + (message ? std::string(": ") + message : std::string()));
+  }
+  return KafkaError();
+}
+
 }  // namespace bloomgate::connectors

@@ -68,6 +68,13 @@ class Admin {
   // the embedded broker never answers DescribeConfigs, and start-up must not wait on it.
   [[nodiscard]] RetentionQuery ask_retention(const std::vector<std::string>& topics) const;
 
+  // Creates a topic (CreateTopics) with topic-level `configs` (cleanup.policy, retention.ms, ...) and waits
+  // for the answer, at most `timeout`. TOPIC_ALREADY_EXISTS when it exists. The embedded broker has no
+  // CreateTopics: use EmbeddedBroker::create_topic there.
+  [[nodiscard]] KafkaError create_topic(const std::string& name, int partitions, int replication_factor,
+                                        const std::map<std::string, std::string>& configs,
+                                        std::chrono::milliseconds timeout) const;
+
  private:
   CallbackGuard guard_;  // declared before handle_: outlives it
   KafkaHandle handle_;

@@ -40,5 +40,7 @@ using MetadataHandle = Handle<const rd_kafka_metadata_t, rd_kafka_metadata_destr
 using EventHandle = Handle<rd_kafka_event_t, rd_kafka_event_destroy>;
 using GroupMetadataHandle = Handle<rd_kafka_consumer_group_metadata_t, rd_kafka_consumer_group_metadata_destroy>;
 using ConfigResourceHandle = Handle<rd_kafka_ConfigResource_t, rd_kafka_ConfigResource_destroy>;
+using NewTopicHandle = Handle<rd_kafka_NewTopic_t, rd_kafka_NewTopic_destroy>;
+using AdminOptionsHandle = Handle<rd_kafka_AdminOptions_t, rd_kafka_AdminOptions_destroy>;
 
 }  // namespace bloomgate::connectors
