@@ -33,7 +33,8 @@ Consumer::Callbacks::Callbacks(ConsumerOptions& options)
       on_lost_(std::move(options.on_lost)),
       on_commit_(std::move(options.on_commit)) {}
 
-Consumer::Consumer(const KafkaConfig& config, ConsumerOptions options) : callbacks_(options) {
+Consumer::Consumer(const KafkaConfig& config, ConsumerOptions options)
+    : callbacks_(std::make_unique<Callbacks>(options)) {
   if (options.group_id.empty()) throw KafkaException(KafkaError::invalid_argument("a consumer needs a group.id"));
   ConfHandle conf = config.duplicate();
   detail::require_property(conf.get(), "group.id", options.group_id.c_str());
@@ -44,7 +45,7 @@ Consumer::Consumer(const KafkaConfig& config, ConsumerOptions options) : callbac
   detail::require_property(conf.get(), "partition.assignment.strategy", "cooperative-sticky");
   detail::require_property(conf.get(), "enable.auto.commit", "false");
   detail::require_property(conf.get(), "enable.auto.offset.store", "false");
-  detail::install_guarded_callbacks(conf.get(), &callbacks_);
+  detail::install_guarded_callbacks(conf.get(), callbacks_.get());
   rd_kafka_conf_set_rebalance_cb(conf.get(), rebalance_trampoline);
   rd_kafka_conf_set_offset_commit_cb(conf.get(), commit_trampoline);
   handle_ = detail::create_client(RD_KAFKA_CONSUMER, std::move(conf), "consumer");
@@ -53,7 +54,14 @@ Consumer::Consumer(const KafkaConfig& config, ConsumerOptions options) : callbac
   queue_.reset(rd_kafka_queue_get_consumer(handle_.get()));
 }
 
-Consumer::~Consumer() { close(); }
+Consumer::~Consumer() {
+  close();
+  if (keep_handle_) {
+    queue_.reset();
+    (void)handle_.release();
+    (void)callbacks_.release();
+  }
+}
 
 void Consumer::rebalance_trampoline(rd_kafka_t* handle, rd_kafka_resp_err_t reason,
                                     rd_kafka_topic_partition_list_t* partitions, void* opaque) {
@@ -230,14 +238,25 @@ std::optional<std::int64_t> Consumer::cached_high_watermark(const std::string& t
 KafkaError Consumer::close(std::chrono::milliseconds first_assignment_wait) {
   if (closed_) return {};
   closed_ = true;
-  if (subscribed_ && !callbacks_.assigned_once()) {
-    callbacks_.stop_reporting();
+  const bool joining = subscribed_ && !callbacks_->assigned_once();
+  if (joining) {
+    callbacks_->stop_reporting();
     const auto deadline = std::chrono::steady_clock::now() + first_assignment_wait;
-    while (!callbacks_.assigned_once() && std::chrono::steady_clock::now() < deadline) {
+    while (!callbacks_->assigned_once() && std::chrono::steady_clock::now() < deadline) {
       if (rd_kafka_message_t* message = rd_kafka_consumer_poll(handle_.get(), 50)) rd_kafka_message_destroy(message);
     }
   }
-  return KafkaError(rd_kafka_consumer_close(handle_.get()), "close the consumer");
+  KafkaError result(rd_kafka_consumer_close(handle_.get()), "close the consumer");
+  if (joining && !callbacks_->assigned_once() && rd_kafka_version() < kAssignorStateCheckedVersion) {
+    // The group was left above; rd_kafka_destroy would now abort. The closed handle (its threads idle, its
+    // log silenced, its callbacks' guard with it) is kept until the process exits.
+    rd_kafka_set_log_level(handle_.get(), 0);
+    keep_handle_ = true;
+    kept_handles_.fetch_add(1);
+  }
+  return result;
 }
+
+std::uint64_t Consumer::handles_kept_at_close() noexcept { return kept_handles_.load(); }
 
 }  // namespace bloomgate::connectors

@@ -42,10 +42,12 @@
 #include "bloomgate/connectors/message.h"
 #include "bloomgate/connectors/topic_partition.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -132,10 +134,15 @@ class Consumer {
   // has no state until the first assignment; fixed in librdkafka 2.3.0). So close() first polls, for at
   // most `first_assignment_wait`, until that assignment comes; it takes and gives back what it is handed
   // then without calling on_assigned or on_revoked, and drops the messages polled meanwhile (nothing was
-  // stored or committed for them).
+  // stored or committed for them). If it does not come (a group still waiting out dead members' sessions,
+  // as after a crash loop), the member leaves the group and, with librdkafka before 2.3.0, its closed handle
+  // is never destroyed: it is kept, idle, until the process exits (docs/decisions/workers.md).
   KafkaError close(std::chrono::milliseconds first_assignment_wait = std::chrono::seconds(10));
 
-  [[nodiscard]] std::uint64_t callback_exceptions() const noexcept { return callbacks_.exceptions_caught(); }
+  // Closed handles kept by close() in this process, for tests.
+  [[nodiscard]] static std::uint64_t handles_kept_at_close() noexcept;
+
+  [[nodiscard]] std::uint64_t callback_exceptions() const noexcept { return callbacks_->exceptions_caught(); }
   [[nodiscard]] rd_kafka_t* native_handle() const noexcept { return handle_.get(); }
 
  private:
@@ -167,13 +174,18 @@ class Consumer {
 
   [[nodiscard]] bool was_moved(const ConsumedMessage& message) const noexcept;
 
-  Callbacks callbacks_;  // declared before handle_: outlives it
+  // The first librdkafka that checks the assignor's state before destroying it (2.3.0).
+  static constexpr int kAssignorStateCheckedVersion = 0x020300ff;
+  static inline std::atomic<std::uint64_t> kept_handles_{0};
+
+  std::unique_ptr<Callbacks> callbacks_;  // declared before handle_: outlives it
   KafkaHandle handle_;
   QueueHandle queue_;  // the consumer queue poll_batch() reads; declared after handle_: destroyed first
   std::vector<rd_kafka_message_t*> raw_batch_;
   TopicPartitions moved_since_batch_;  // partitions seek() moved since the last poll_batch()
   bool subscribed_ = false;
   bool closed_ = false;
+  bool keep_handle_ = false;  // close() left a member that never had an assignment: never destroyed
 };
 
 }  // namespace bloomgate::connectors
