@@ -13,6 +13,7 @@
 #include "bloomgate/app/service_workers.h"
 #include "bloomgate/app/stop_signals.h"
 #include "bloomgate/filters/vector_query.h"
+#include "shutdown_deadline.h"
 
 namespace bloomgate::app {
 
@@ -71,6 +72,8 @@ int run_service_command(const RunCommandOptions& options) {
     service_options.stop = &signals.requested();
     service_options.hooks = hooks;
     const config::Config effective = config;
+    const ShutdownDeadline deadline(signals.requested(),
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(config.shutdown.grace_period));
     ServiceWorkers workers(std::move(config), std::move(service_options));
     const ServiceEndpoints endpoints(workers, effective, effective.metrics.listen);
     spdlog::info("metrics, health and readiness at http://{}/metrics, /healthz, /readyz; malloc: {}; {}",
