@@ -24,6 +24,7 @@
 #include "bloomgate/app/service_metrics.h"
 #include "bloomgate/app/stop_signals.h"
 #include "bloomgate/app/temporary_directory.h"
+#include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/producer.h"
 
@@ -32,9 +33,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kInputTopic = "demo-events";
-constexpr const char* kOutputTopic = "demo-unique";
-constexpr const char* kDeadLetterTopic = "demo-dead-letter";
+// The demo's topics and consumer group. On the embedded broker, which starts empty, they have fixed names;
+// on a broker of the user's (--brokers) each run gets names of its own, so an earlier run's records and
+// committed offsets never meet this one.
+struct DemoNames {
+  std::string input = "demo-events";
+  std::string output = "demo-unique";
+  std::string dead_letter = "demo-dead-letter";
+  std::string group = "bloomgate-demo";
+
+  static DemoNames for_run(const DemoOptions& options) {
+    DemoNames names;
+    if (options.brokers.empty()) return names;
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const std::string run = "-" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+    for (std::string* name : {&names.input, &names.output, &names.dead_letter, &names.group}) *name += run;
+    return names;
+  }
+};
 constexpr const char* kSequenceHeader = "demo.seq";
 constexpr std::chrono::seconds kReadBackIdleLimit{20};
 constexpr int kExitInterrupted = 130;  // the shell's convention for a run ended by SIGINT
@@ -48,17 +64,17 @@ struct ExpectedEvent {
   bool late = false;    // new, but its key was last recorded within the filter's fade-out slack
 };
 
-config::Config demo_config(const DemoOptions& options) {
+config::Config demo_config(const DemoOptions& options, const DemoNames& names) {
   config::Config config;
-  config.kafka.brokers = config::kEmbeddedBrokers;
-  config.kafka.group_id = "bloomgate-demo";
+  config.kafka.brokers = options.brokers.empty() ? std::string(config::kEmbeddedBrokers) : options.brokers;
+  config.kafka.group_id = names.group;
   config.kafka.embedded_partitions = static_cast<std::uint32_t>(options.partitions);
   config.metrics.listen = options.metrics_listen;
   config::PipelineSettings pipeline;
   pipeline.name = "demo";
-  pipeline.inputs = {kInputTopic};
-  pipeline.output = kOutputTopic;
-  pipeline.dead_letter = kDeadLetterTopic;
+  pipeline.inputs = {names.input};
+  pipeline.output = names.output;
+  pipeline.dead_letter = names.dead_letter;
   pipeline.key.from = config::KeySource::kJson;
   pipeline.key.pointer = "/order_id";
   pipeline.ttl = options.ttl;
@@ -96,7 +112,8 @@ std::uint64_t max_events_ahead(const DemoOptions& options) {
 // Produces the workload, computing the exact answer alongside; runs on a thread of its own.
 class WorkloadProducer {
  public:
-  WorkloadProducer(const DemoOptions& options, std::chrono::milliseconds slack) : options_(options), slack_(slack) {
+  WorkloadProducer(const DemoOptions& options, std::string topic, std::chrono::milliseconds slack)
+      : options_(options), topic_(std::move(topic)), slack_(slack) {
     expected_.reserve(options.events);
   }
 
@@ -138,7 +155,7 @@ class WorkloadProducer {
     return workload;
   }
 
-  static void produce(connectors::Producer& producer, std::uint64_t seq, const WorkloadEvent& event) {
+  void produce(connectors::Producer& producer, std::uint64_t seq, const WorkloadEvent& event) const {
     char sequence_text[24];
     const auto end = std::to_chars(sequence_text, sequence_text + sizeof sequence_text, seq).ptr;
     const connectors::HeaderView header{kSequenceHeader,
@@ -148,10 +165,11 @@ class WorkloadProducer {
     message.value = event.value;
     message.headers = std::span(&header, 1);
     message.timestamp_ms = event.timestamp_ms;
-    if (auto error = producer.produce(kInputTopic, message); !error.ok()) throw connectors::KafkaException(error);
+    if (auto error = producer.produce(topic_, message); !error.ok()) throw connectors::KafkaException(error);
   }
 
   const DemoOptions& options_;
+  std::string topic_;
   std::chrono::milliseconds slack_;
   std::vector<ExpectedEvent> expected_;
   std::uint64_t failed_deliveries_ = 0;  // written by delivery reports, served on the producing thread
@@ -201,19 +219,20 @@ class ProgressLine {
 // demo.seq of every record and any offsets the embedded broker discarded before they could be read.
 class OutputVerifier {
  public:
-  explicit OutputVerifier(std::uint64_t events) : forwarded_(events, false) {}
+  OutputVerifier(std::uint64_t events, std::string topic, std::string group)
+      : forwarded_(events, false), topic_(std::move(topic)), group_(std::move(group)) {}
 
   // Returns once `service_done` is true and `expected_records` have been accounted for, or nothing has
   // arrived for kReadBackIdleLimit.
   void run(const std::string& brokers, const connectors::ClientHooks& hooks, const std::atomic<bool>& service_done,
            const std::atomic<std::uint64_t>& expected_records) {
     connectors::ConsumerOptions options;
-    options.group_id = "bloomgate-demo-verify";
+    options.group_id = group_ + "-verify";
     options.hooks = hooks;
     connectors::Consumer consumer(
         connectors::KafkaConfig().with("bootstrap.servers", brokers).with("auto.offset.reset", "earliest"),
         std::move(options));
-    if (auto error = consumer.subscribe({kOutputTopic}); !error.ok()) throw connectors::KafkaException(error);
+    if (auto error = consumer.subscribe({topic_}); !error.ok()) throw connectors::KafkaException(error);
     auto last_message = Clock::now();
     while (!(service_done.load() && (records_ + discarded_ >= expected_records.load() ||
                                      Clock::now() - last_message > kReadBackIdleLimit))) {
@@ -249,6 +268,8 @@ class OutputVerifier {
   std::unordered_map<std::int32_t, std::int64_t> next_offset_;
   std::uint64_t records_ = 0;
   std::uint64_t discarded_ = 0;
+  std::string topic_;
+  std::string group_;
 };
 
 void compare(const std::vector<ExpectedEvent>& expected, const std::vector<bool>& forwarded,
@@ -297,7 +318,8 @@ DemoReport summarize(const DemoOptions& options, const ServiceSnapshot& final_st
   return report;
 }
 
-void print_report(const DemoOptions& options, const DemoReport& r, std::chrono::milliseconds slack, std::ostream& out) {
+void print_report(const DemoOptions& options, const DemoNames& names, const DemoReport& r,
+                  std::chrono::milliseconds slack, std::ostream& out) {
   const auto line = [&out](std::string_view label, std::uint64_t value, const std::string& note) {
     out << fmt::format("  {:<24}{:>12}   {}\n", label, grouped(value), note);
   };
@@ -315,7 +337,7 @@ void print_report(const DemoOptions& options, const DemoReport& r, std::chrono::
                    std::chrono::duration<double>(slack).count()));
   line("repeats of dropped keys", r.repeats_of_dropped, "forwarded repeats of a key whose earlier sighting was dropped");
   line("forwarded twice", r.forwarded_twice, "within the TTL of the same key's forwarded record (must be 0)");
-  line("read back", r.read_back, "records read from " + std::string(kOutputTopic) + " (must equal forwarded)");
+  line("read back", r.read_back, "records read from " + names.output + " (must equal forwarded)");
   if (r.discarded != 0) line("discarded by the broker", r.discarded, "output records the embedded broker dropped before they were read");
   out << fmt::format("  {:<24}{:>12}   events/s through Kafka, one service thread ({:.2f} s)\n", "throughput",
                      grouped(static_cast<std::uint64_t>(r.seconds > 0 ? static_cast<double>(r.consumed) / r.seconds : 0)),
@@ -325,12 +347,24 @@ void print_report(const DemoOptions& options, const DemoReport& r, std::chrono::
   out << (r.correct() ? "result: correct\n" : "result: INCORRECT (see the lines marked must)\n");
 }
 
+// The run's topics on the user's broker (--brokers): the input with --partitions partitions, the output and
+// the dead letters with as many (the output keeps each input partition's number).
+void create_demo_topics(const DemoOptions& options, const DemoNames& names) {
+  const connectors::Admin admin(connectors::KafkaConfig().with("bootstrap.servers", options.brokers));
+  for (const std::string* topic : {&names.input, &names.output, &names.dead_letter}) {
+    if (auto error = admin.create_topic(*topic, options.partitions, 1, {}, std::chrono::seconds(30)); !error.ok()) {
+      throw connectors::KafkaException(std::move(error));
+    }
+  }
+}
+
 }  // namespace
 
 int run_demo_command(const DemoOptions& options, std::ostream& out) {
   try {
     configure_logging(options.log_level);
-    config::Config config = demo_config(options);
+    const DemoNames names = DemoNames::for_run(options);
+    config::Config config = demo_config(options, names);
     // A fresh state directory, removed at the end: the embedded broker starts empty every run, so there
     // is no state worth keeping, and two demos at once must not share one.
     const TemporaryDirectory state_dir("bloomgate-demo-state");
@@ -338,8 +372,9 @@ int run_demo_command(const DemoOptions& options, std::ostream& out) {
     const auto slack = fade_out_slack(config.pipelines.front());
     const connectors::ClientHooks hooks = kafka_log_hooks();
     const StopSignals signals;
-    const auto broker = start_embedded_kafka(config, hooks);
-    const std::string brokers = broker->bootstrap_servers();
+    const auto broker = options.brokers.empty() ? start_embedded_kafka(config, hooks) : nullptr;
+    if (!broker) create_demo_topics(options, names);
+    const std::string brokers = broker ? broker->bootstrap_servers() : options.brokers;
 
     std::atomic<std::uint64_t> consumed{0};
     std::atomic<bool> stop{false};
@@ -359,10 +394,10 @@ int run_demo_command(const DemoOptions& options, std::ostream& out) {
     const auto endpoints = serve_metrics(service, effective, options.metrics_listen);
     out << "metrics at http://" << endpoints->address() << "/metrics while the demo runs" << std::endl;
 
-    out << "embedded Kafka broker at " << brokers << "; producing " << grouped(options.events)
+    out << (broker ? "embedded Kafka broker at " : "Kafka broker at ") << brokers << "; producing " << grouped(options.events)
         << " events while the service deduplicates them (joining the group takes a few seconds) ..." << std::endl;
-    WorkloadProducer producer(options, slack);
-    OutputVerifier verifier(options.events);
+    WorkloadProducer producer(options, names.input, slack);
+    OutputVerifier verifier(options.events, names.output, names.group);
     std::atomic<bool> service_done{false};
     std::atomic<std::uint64_t> forwarded_total{0};
     std::string producer_error;
@@ -405,7 +440,7 @@ int run_demo_command(const DemoOptions& options, std::ostream& out) {
     report.read_back = verifier.records();
     report.discarded = verifier.discarded();
     compare(producer.expected(), verifier.forwarded(), options.ttl, report);
-    print_report(options, report, slack, out);
+    print_report(options, names, report, slack, out);
     return report.correct() ? kExitOk : kExitServiceFailed;
   } catch (const std::exception& e) {
     out << "bloomgate demo: " << e.what() << '\n';

@@ -135,6 +135,8 @@ void add_demo_command(CLI::App& app, bloomgate::app::DemoOptions& options) {
          },
          "How long a key is remembered, e.g. 10s")
       ->default_str("10s");
+  cmd->add_option("--brokers", options.brokers,
+                  "A Kafka broker to run on instead of the embedded one (host:port,...); the run creates topics of its own there");
   cmd->add_option("--partitions", options.partitions, "Partitions of the input topic")
       ->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--error-rate", options.error_rate, "Target false-positive rate")

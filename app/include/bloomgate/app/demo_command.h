@@ -2,7 +2,8 @@
 //
 // `bloomgate demo`: the whole service on a realistic stream, with nothing to install or configure.
 //   1. starts the embedded broker and creates demo-events (the input, --partitions partitions),
-//      demo-unique (the output) and demo-dead-letter;
+//      demo-unique (the output) and demo-dead-letter; with --brokers, creates the same topics, named
+//      with a suffix of the run's own, on that broker instead;
 //   2. produces, while the service runs, the demo workload (demo_workload.h: Zipf-popular keys, a share of repeats within the TTL
 //      and some beyond it, event timestamps at --rate events/s of event time), message key = order id so
 //      a key always meets the same partition's filter, and a `demo.seq` header numbering the events;
@@ -34,6 +35,9 @@ struct DemoOptions {
   std::uint64_t seed = 42;
   std::string metrics_listen = "127.0.0.1:9464";
   std::string log_level = "warn";
+  // A broker of the user's ("host:port,..."), replication factor 1 for the run's new topics; empty: the
+  // embedded broker.
+  std::string brokers;
 };
 
 // What the demo measured; the report printed is made from this.
