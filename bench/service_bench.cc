@@ -122,16 +122,14 @@ int run(const Options& options) {
   report.load_at_start = load_average();
   std::fprintf(stderr, "service_bench: generating %s events ...\n", grouped(options.events).c_str());
   const Workload workload = make_workload(options);
-  if (workload.max_partition_bytes > kMaxInputBytesPerPartition) {
+  if (options.brokers.empty() && workload.max_partition_bytes > kMaxInputBytesPerPartition) {
     throw std::invalid_argument("the input would need " + std::to_string(workload.max_partition_bytes / (1 << 20)) +
                                 " MiB in its fullest partition; the embedded broker keeps only 5 MiB per partition "
                                 "(use more --partitions or fewer --events)");
   }
   report.properties = client_properties(options);
 
-  connectors::ClientHooks broker_hooks;  // the mock cluster's host handle warns about its own plumbing
-  broker_hooks.on_log = [](int, std::string_view, std::string_view) {};
-  connectors::EmbeddedBroker broker(1, broker_hooks);
+  BenchBroker broker(options.brokers);
   const std::string plugin_path = progress::library_path();
   if (plugin_path.empty()) throw std::runtime_error("cannot find the progress plugin's file");
   // The service's state directories (one per round) live in a temporary directory removed at exit.
@@ -197,6 +195,9 @@ int main(int argc, char** argv) {
   const auto positive = [&app](const char* name, auto& value, const char* description) {
     app.add_option(name, value, description)->check(CLI::PositiveNumber);
   };
+  app.add_option("--brokers", options.brokers,
+                 "a Kafka broker of its own to run on (host:port; none of the bench's topics may exist there) "
+                 "instead of the embedded one");
   app.add_option("--partitions", options.partitions, "partitions of the input and output topics")
       ->check(CLI::Range(1, 1024));
   positive("--events", options.events, "input events, pre-produced (at most ~4 MiB per partition)");

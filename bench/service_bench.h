@@ -23,6 +23,7 @@
 #include "bloomgate/app/service.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/consumer.h"
+#include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/embedded_broker.h"
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/message.h"
@@ -60,6 +61,7 @@ constexpr std::pair<const char*, const char*> kBenchProperties[] = {
 };
 
 struct Options {
+  std::string brokers;  // empty: the embedded broker
   int partitions = 32;
   std::uint64_t events = 640'000;
   std::size_t value_bytes = 100;
@@ -135,10 +137,26 @@ Workload make_workload(const Options& options);
 // ------------------------------------------------------------------------------------------------------
 // Kafka plumbing shared by every side
 
+// The broker the bench runs on: the embedded one in this process (the default), or a broker of the user's
+// (--brokers), such as a fresh `scripts/kafka start`. That one runs in its own process, so the CPU figures
+// leave out the broker's work there, and it must not hold the bench's topics yet: creating one that exists
+// is an error, so no earlier run's records are read.
+class BenchBroker {
+ public:
+  explicit BenchBroker(const std::string& brokers);
+  [[nodiscard]] const std::string& bootstrap_servers() const noexcept { return bootstrap_; }
+  [[nodiscard]] bool embedded() const noexcept { return embedded_ != nullptr; }
+  [[nodiscard]] connectors::KafkaError create_topic(const std::string& name, int partitions) const;
+
+ private:
+  std::unique_ptr<connectors::EmbeddedBroker> embedded_;
+  std::string bootstrap_;
+};
+
 struct Setup {
   const Options& options;
   const Workload& workload;
-  connectors::EmbeddedBroker& broker;
+  BenchBroker& broker;
   connectors::ClientHooks hooks;
   std::map<std::string, std::string> properties;  // both sides' clients
   std::string plugin_path;                         // the progress plugin, for plugin.library.paths

@@ -64,9 +64,15 @@ void print_head(const Options& options, const Workload& workload, const Report& 
               grouped(*std::max_element(workload.per_partition.begin(), workload.per_partition.end())).c_str(),
               options.value_bytes, options.repeat_share * 100, grouped(options.recent_keys).c_str(),
               static_cast<unsigned long long>(options.seed));
-  std::printf("embedded broker: librdkafka mock cluster IN THIS PROCESS, sharing the machine's %u cores with both "
-              "sides; CPU figures include its work\n",
-              std::thread::hardware_concurrency());
+  if (options.brokers.empty()) {
+    std::printf("embedded broker: librdkafka mock cluster IN THIS PROCESS, sharing the machine's %u cores with both "
+                "sides; CPU figures include its work\n",
+                std::thread::hardware_concurrency());
+  } else {
+    std::printf("broker: %s, in a process of its own sharing the machine's %u cores with both sides; CPU figures "
+                "leave out its work\n",
+                options.brokers.c_str(), std::thread::hardware_concurrency());
+  }
   std::printf("load average (1 min) at start %s, at end %s: other work on the machine competes for the same cores\n",
               r.load_at_start.c_str(), r.load_at_end.c_str());
   std::printf("librdkafka properties (both sides): %s\n\n", [&] {
@@ -271,6 +277,7 @@ void json_rebuild(Json& j, const RebuildFigures& r) {
 
 void json_head(Json& j, const Options& o, const Workload& w, const Report& r) {
   j.str("benchmark", "service_bench");
+  j.str("broker", o.brokers.empty() ? std::string("embedded") : "external");
   members(j, {}, {{"events", o.events}, {"partitions", static_cast<std::uint64_t>(o.partitions)},
                   {"value_bytes", o.value_bytes}});
   j.num("repeat_share", o.repeat_share);

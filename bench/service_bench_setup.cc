@@ -147,6 +147,23 @@ connectors::KafkaConfig client_config(const Setup& setup, bool consumer) {
   return kafka;
 }
 
+BenchBroker::BenchBroker(const std::string& brokers) {
+  if (!brokers.empty()) {
+    bootstrap_ = brokers;
+    return;
+  }
+  connectors::ClientHooks hooks;  // the mock cluster's host handle warns about its own plumbing
+  hooks.on_log = [](int, std::string_view, std::string_view) {};
+  embedded_ = std::make_unique<connectors::EmbeddedBroker>(1, std::move(hooks));
+  bootstrap_ = embedded_->bootstrap_servers();
+}
+
+connectors::KafkaError BenchBroker::create_topic(const std::string& name, int partitions) const {
+  if (embedded_) return embedded_->create_topic(name, partitions);
+  const connectors::Admin admin(connectors::KafkaConfig().with("bootstrap.servers", bootstrap_));
+  return admin.create_topic(name, partitions, 1, {}, std::chrono::seconds(30));
+}
+
 void create_topic(const Setup& setup, const std::string& topic) {
   if (auto error = setup.broker.create_topic(topic, setup.options.partitions); !error.ok()) {
     throw connectors::KafkaException(std::move(error));
