@@ -142,7 +142,7 @@ std::set<Source> expect_copies_of_input(const std::vector<Record>& written, cons
 }
 
 // The input offsets a single-partition pipeline forwarded, in order, each checked to be a copy of its input.
-std::vector<std::int64_t> forwarded_offsets(const EmbeddedBroker& broker, const std::string& input,
+std::vector<std::int64_t> forwarded_offsets(const TestBroker& broker, const std::string& input,
                                             const std::string& output) {
   std::vector<std::int64_t> offsets;
   for (const Source& source : expect_copies_of_input(read_topic(broker, output), read_topic(broker, input), true)) {
@@ -208,7 +208,7 @@ std::string summary(const Comparison& c) {
 }
 
 // Reads a pipeline's input and output back and holds them to the exact answer, content and placement.
-void expect_pipeline_matches_exact(const EmbeddedBroker& broker, const config::PipelineSettings& pipeline,
+void expect_pipeline_matches_exact(const TestBroker& broker, const config::PipelineSettings& pipeline,
                                    const KeyOf& key_of) {
   SCOPED_TRACE("pipeline " + pipeline.name);
   const std::vector<Record> input = read_topic(broker, pipeline.inputs.front());
@@ -229,7 +229,7 @@ void expect_pipeline_matches_exact(const EmbeddedBroker& broker, const config::P
 }
 
 // Produces a stream of sightings to `topic` (partitioned by message key), each event built by `make`.
-void produce_sightings(const EmbeddedBroker& broker, const std::string& topic, const std::vector<Sighting>& stream,
+void produce_sightings(const TestBroker& broker, const std::string& topic, const std::vector<Sighting>& stream,
                        const std::function<std::string(const Sighting&, std::size_t)>& make_value) {
   std::vector<Event> events;
   for (std::size_t i = 0; i < stream.size(); ++i) {
@@ -247,7 +247,7 @@ std::string json_value_of(const Record& record, std::string_view field) {
 // ---- the tests -------------------------------------------------------------------------------------------
 
 TEST(ServiceEndToEnd, ForwardsOnlyNewKeysPerPipelineAndPreservesEveryRecord) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   create_topics(broker, {"clicks", "clicks-unique", "orders", "orders-unique"}, 4);
   config::PipelineSettings clicks = pipeline("clicks", "clicks", "clicks-unique", 10s);
   clicks.filter.error_rate = 0.01;
@@ -310,7 +310,7 @@ TEST(ServiceEndToEnd, DeduplicatesByEachKeySource) {
                        keyed("k1", "payload-1 ")},
                       {0, 2, 3}),
   };
-  EmbeddedBroker broker;
+  TestBroker broker;
   std::vector<config::PipelineSettings> pipelines;
   std::uint64_t events = 0;
   // Every topic before the first client: once clients are connected, each embedded-broker operation
@@ -328,7 +328,7 @@ TEST(ServiceEndToEnd, DeduplicatesByEachKeySource) {
 }
 
 TEST(ServiceEndToEnd, SendsEveryEventToExactlyOneOfOutputAndDuplicates) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   create_topics(broker, {"views", "views-unique", "views-duplicates"}, 4);
   config::PipelineSettings views = pipeline("views", "views", "views-unique", 5s);
   views.duplicates = "views-duplicates";
@@ -355,7 +355,7 @@ TEST(ServiceEndToEnd, SendsEveryEventToExactlyOneOfOutputAndDuplicates) {
 }
 
 TEST(ServiceEndToEnd, DeadLettersUnkeyableEventsWithTheReasonAndTheSource) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   create_topics(broker, {"payments", "payments-unique", "payments-dlq"}, 1);
   config::PipelineSettings payments = pipeline("payments", "payments", "payments-unique", 1h);
   payments.dead_letter = "payments-dlq";
@@ -424,7 +424,7 @@ config::KeySettings tenant_event_region_key() {
 }
 
 TEST(ServiceEndToEnd, DeduplicatesByAKeyOfTwoJsonFieldsAndAHeader) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   create_topics(broker, {"events", "events-unique"}, 4);
   config::PipelineSettings events = pipeline("events", "events", "events-unique", 4s);
   events.key = tenant_event_region_key();
@@ -456,7 +456,7 @@ TEST(ServiceEndToEnd, DeduplicatesByAKeyOfTwoJsonFieldsAndAHeader) {
 }
 
 TEST(ServiceEndToEnd, DeadLettersAnEventMissingAKeyPartNamingThePart) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   create_topics(broker, {"visits", "visits-unique", "visits-dlq"}, 1);
   config::PipelineSettings visits = pipeline("visits", "visits", "visits-unique", 1h);
   visits.dead_letter = "visits-dlq";
@@ -486,7 +486,7 @@ TEST(ServiceEndToEnd, DeadLettersAnEventMissingAKeyPartNamingThePart) {
 // topic; 15 events on each partition, of which partition 0's offset kBadOffset is not JSON.
 constexpr std::int64_t kBadOffset = 10;
 
-config::PipelineSettings sensors_without_dead_letters(EmbeddedBroker& broker, int partitions) {
+config::PipelineSettings sensors_without_dead_letters(TestBroker& broker, int partitions) {
   create_topics(broker, {"sensors", "sensors-unique"}, partitions);
   config::PipelineSettings sensors = pipeline("sensors", "sensors", "sensors-unique", 1h);
   sensors.key = {config::KeySource::kJson, "/id", "", true};
@@ -505,7 +505,7 @@ config::PipelineSettings sensors_without_dead_letters(EmbeddedBroker& broker, in
 }
 
 TEST(ServiceEndToEnd, StopsWithoutLosingAnUnkeyableEventWhenThereIsNoDeadLetterTopic) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   const config::PipelineSettings sensors = sensors_without_dead_letters(broker, 1);
 
   ServiceThread service(service_config(broker, "no-dead-letter", {sensors}), broker);
@@ -524,7 +524,7 @@ TEST(ServiceEndToEnd, StopsWithoutLosingAnUnkeyableEventWhenThereIsNoDeadLetterT
 // stops there without committing it, the other worker stops cleanly, and the process's result is the
 // failure.
 TEST(ServiceEndToEnd, AWorkerThatFailsStopsTheOtherWorkerCleanly) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   const config::PipelineSettings sensors = sensors_without_dead_letters(broker, 2);
 
   config::Config config = service_config(broker, "worker-fails", {sensors});
@@ -549,7 +549,7 @@ TEST(ServiceEndToEnd, AWorkerThatFailsStopsTheOtherWorkerCleanly) {
 }
 
 TEST(ServiceEndToEnd, EventTimeJudgesByRecordTimestampsProcessingTimeByArrival) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   create_topics(broker, {"by-event", "by-event-out", "by-arrival", "by-arrival-out"}, 1);
   config::PipelineSettings event_time = pipeline("event-time", "by-event", "by-event-out", 10s);
   config::PipelineSettings processing_time = pipeline("processing-time", "by-arrival", "by-arrival-out", 10s);

@@ -25,7 +25,7 @@ using namespace test_support;
 
 // Start-up checks fail before anything is consumed: run() returned exit 1 with `expected` in its message,
 // no offset was committed and nothing was written to the input or any of `untouched`.
-void expect_refused_start(const EmbeddedBroker& broker, const config::Config& config, ServiceThread& service,
+void expect_refused_start(const TestBroker& broker, const config::Config& config, ServiceThread& service,
                           const std::vector<std::string>& expected, const std::vector<std::string>& untouched) {
   const std::optional<RunResult> result = service.wait_for_exit();
   ASSERT_TRUE(result && result->exit_code == kExitServiceFailed) << describe(result);
@@ -38,7 +38,7 @@ void expect_refused_start(const EmbeddedBroker& broker, const config::Config& co
 
 // Input "in" (4 partitions, 3 events), dead-letter "dlq", and output "out" with `output_partitions`, or
 // missing when 0.
-config::Config start_up_check_config(EmbeddedBroker& broker, const std::string& group, int output_partitions) {
+config::Config start_up_check_config(TestBroker& broker, const std::string& group, int output_partitions) {
   create_topics(broker, {"in", "dlq"}, 4);
   if (output_partitions > 0) {
     create_topics(broker, {"out"}, output_partitions);
@@ -55,14 +55,14 @@ config::Config start_up_check_config(EmbeddedBroker& broker, const std::string& 
 }
 
 TEST(ServiceEndToEnd, RefusesToStartWithoutItsOutputTopic) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   const config::Config config = start_up_check_config(broker, "missing-output", 0);
   ServiceThread service(config, broker);
   expect_refused_start(broker, config, service, {"output topic out"}, {"dlq"});
 }
 
 TEST(ServiceEndToEnd, RefusesToStartWhenTheOutputHasFewerPartitionsThanTheInput) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   const config::Config config = start_up_check_config(broker, "too-few-partitions", 2);
   ServiceThread service(config, broker);
   expect_refused_start(broker, config, service, {"output topic out has 2 partitions", "the 4 of input in"},
@@ -96,7 +96,7 @@ constexpr int kStopAfter = 6'000;     // consumed (or written) before the stop i
 // Creates "stream" and "stream-unique" (4 partitions each) with kWarmUpEvents in "stream", and returns
 // the pipeline between them (run_config_yaml() says the same in YAML). Every key is unique and the error
 // rate tiny, so no event is dropped as a false positive: every event is forwarded.
-config::PipelineSettings prepare_unique_stream(EmbeddedBroker& broker) {
+config::PipelineSettings prepare_unique_stream(TestBroker& broker) {
   create_topics(broker, {"stream", "stream-unique"}, 4);
   config::PipelineSettings settings = pipeline("unique", "stream", "stream-unique", 1h);
   settings.filter.error_rate = 1e-9;
@@ -108,7 +108,7 @@ config::PipelineSettings prepare_unique_stream(EmbeddedBroker& broker) {
 }
 
 TEST(ServiceEndToEnd, GracefulStopUnderLoadCommitsExactlyWhatItWroteAndARestartResumesThere) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   const config::Config config = service_config(broker, "graceful", {prepare_unique_stream(broker)});
   {
     ServiceThread service(config, broker);
@@ -143,7 +143,7 @@ std::string run_config_yaml(const std::string& brokers, const std::string& group
 }
 
 TEST(BloomgateBinary, SigtermStopsGracefullyWithEveryCommittedEventWrittenOnce) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   prepare_unique_stream(broker);
   const TempDir dir;
   BloomgateProcess bloomgate(dir.file("bloomgate.yaml", run_config_yaml(broker.bootstrap_servers(), "sigterm", dir.path("state"))),

@@ -51,7 +51,7 @@
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/consumer.h"
-#include "bloomgate/connectors/embedded_broker.h"
+#include "test_broker.h"
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/producer.h"
 #include "bloomgate/connectors/topic_partition.h"
@@ -62,7 +62,6 @@ namespace bloomgate::app::test_support {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using connectors::EmbeddedBroker;
 
 // Generous for the loaded 2-core CI machine; a healthy run needs a fraction of it.
 inline constexpr std::chrono::seconds kWaitLimit{30};
@@ -77,7 +76,7 @@ inline std::map<std::string, std::string> fast_client_properties() {
 }
 
 // The test's own clients: quick fetches and reconnects, the group timeouts left at librdkafka's defaults.
-inline connectors::KafkaConfig client_config(const EmbeddedBroker& broker) {
+inline connectors::KafkaConfig client_config(const TestBroker& broker) {
   connectors::KafkaConfig config;
   config.with("bootstrap.servers", broker.bootstrap_servers());
   for (const auto& [name, value] : fast_client_properties()) {
@@ -124,7 +123,7 @@ inline config::PipelineSettings pipeline(std::string name, std::string input, st
   return settings;
 }
 
-inline config::Config service_config(const EmbeddedBroker& broker, std::string group_id,
+inline config::Config service_config(const TestBroker& broker, std::string group_id,
                                      std::vector<config::PipelineSettings> pipelines) {
   config::Config config;
   config.kafka.brokers = broker.bootstrap_servers();
@@ -139,7 +138,7 @@ inline config::Config service_config(const EmbeddedBroker& broker, std::string g
   return config;
 }
 
-inline void create_topics(EmbeddedBroker& broker, const std::vector<std::string>& topics, int partitions) {
+inline void create_topics(TestBroker& broker, const std::vector<std::string>& topics, int partitions) {
   for (const std::string& topic : topics) {
     if (auto error = broker.create_topic(topic, partitions); !error.ok()) {
       throw std::runtime_error("create_topic " + topic + ": " + error.message());
@@ -223,7 +222,7 @@ inline Source position_of(const Record& record) { return {record.topic, record.p
 
 class EventProducer {
  public:
-  explicit EventProducer(const EmbeddedBroker& broker) : producer_(make(broker, failed_)) {}
+  explicit EventProducer(const TestBroker& broker) : producer_(make(broker, failed_)) {}
 
   void produce(const std::string& topic, const Event& event) {
     std::vector<connectors::HeaderView> headers;
@@ -247,7 +246,7 @@ class EventProducer {
   }
 
  private:
-  static std::unique_ptr<connectors::Producer> make(const EmbeddedBroker& broker,
+  static std::unique_ptr<connectors::Producer> make(const TestBroker& broker,
                                                     const std::shared_ptr<std::atomic<int>>& failed) {
     connectors::ProducerOptions options;
     options.on_delivery = [failed](const connectors::DeliveryReport& report) {
@@ -260,7 +259,7 @@ class EventProducer {
   std::unique_ptr<connectors::Producer> producer_;
 };
 
-inline void produce_all(const EmbeddedBroker& broker, const std::string& topic, const std::vector<Event>& events) {
+inline void produce_all(const TestBroker& broker, const std::string& topic, const std::vector<Event>& events) {
   EventProducer producer(broker);
   for (const Event& event : events) producer.produce(topic, event);
   producer.flush();
@@ -270,7 +269,7 @@ inline void produce_all(const EmbeddedBroker& broker, const std::string& topic, 
 // about `per_second`, on a thread of its own; join() waits for the last delivery.
 class LoadProducer {
  public:
-  LoadProducer(const EmbeddedBroker& broker, std::string topic, std::string prefix, int count, double per_second)
+  LoadProducer(const TestBroker& broker, std::string topic, std::string prefix, int count, double per_second)
       : thread_([this, &broker, topic = std::move(topic), prefix = std::move(prefix), count, per_second] {
           try {
             run(broker, topic, prefix, count, per_second);
@@ -291,7 +290,7 @@ class LoadProducer {
   }
 
  private:
-  static void run(const EmbeddedBroker& broker, const std::string& topic, const std::string& prefix, int count,
+  static void run(const TestBroker& broker, const std::string& topic, const std::string& prefix, int count,
                   double per_second) {
     EventProducer producer(broker);
     const auto start = Clock::now();
@@ -312,7 +311,7 @@ class LoadProducer {
 
 // ---- reading back ----------------------------------------------------------------------------------
 
-inline int partition_count(const EmbeddedBroker& broker, const std::string& topic) {
+inline int partition_count(const TestBroker& broker, const std::string& topic) {
   const connectors::Admin admin(client_config(broker));
   const auto count = admin.partition_count(topic, kRequestTimeout);
   if (!count.ok()) throw std::runtime_error("partition count of " + topic + ": " + count.error().message());
@@ -320,14 +319,15 @@ inline int partition_count(const EmbeddedBroker& broker, const std::string& topi
 }
 
 // The high watermark (next offset) of every partition of `topic`. The embedded broker keeps only the
-// newest 5 MiB of a partition: a low watermark above 0 means records were dropped, and fails here.
-inline std::map<std::int32_t, std::int64_t> end_offsets(const EmbeddedBroker& broker, const std::string& topic) {
+// newest 5 MiB of a partition: a low watermark above 0 means records were dropped (there, or by a real
+// broker's retention), and fails here; a test of retention reads its watermarks itself.
+inline std::map<std::int32_t, std::int64_t> end_offsets(const TestBroker& broker, const std::string& topic) {
   const connectors::Admin admin(client_config(broker));
   std::map<std::int32_t, std::int64_t> ends;
   for (std::int32_t partition = 0; partition < partition_count(broker, topic); ++partition) {
     const auto marks = admin.watermarks(topic, partition, kRequestTimeout);
     if (!marks.ok()) throw std::runtime_error("watermarks of " + topic + ": " + marks.error().message());
-    if (marks.value().low != 0) throw std::runtime_error("the embedded broker dropped records of " + topic);
+    if (marks.value().low != 0) throw std::runtime_error("the broker dropped records of " + topic + " (retention)");
     ends[partition] = marks.value().high;
   }
   return ends;
@@ -340,8 +340,12 @@ inline std::int64_t total(const std::map<std::int32_t, std::int64_t>& per_partit
 }
 
 // Every record of `topic` as it is now (all partitions, up to their high watermarks), ordered by
-// (partition, offset). Partitions are assigned directly, so no group join is waited for.
-inline std::vector<Record> read_topic(const EmbeddedBroker& broker, const std::string& topic) {
+// (partition, offset), as a reader with `isolation` (read_committed: librdkafka's default) sees them.
+// Partitions are assigned directly, so no group join is waited for. A partition is read to its end when
+// the consumer's position reaches the high watermark: a transactional topic's last offsets can be commit
+// or abort markers, which are never delivered.
+inline std::vector<Record> read_topic(const TestBroker& broker, const std::string& topic,
+                                      const std::string& isolation = "read_committed") {
   const std::map<std::int32_t, std::int64_t> ends = end_offsets(broker, topic);
   std::vector<Record> records;
   connectors::TopicPartitions assignment;
@@ -353,16 +357,20 @@ inline std::vector<Record> read_topic(const EmbeddedBroker& broker, const std::s
   if (assignment.empty()) return records;
   connectors::ConsumerOptions options;
   options.group_id = "reader-of-" + topic;
-  connectors::Consumer consumer(client_config(broker), std::move(options));
+  connectors::Consumer consumer(client_config(broker).with("isolation.level", isolation), std::move(options));
   const connectors::PartitionListHandle list = connectors::to_partition_list(assignment);
   if (auto error = connectors::KafkaError::from_error_object(
           rd_kafka_incremental_assign(consumer.native_handle(), list.get()), "assign");
       !error.ok()) {
     throw std::runtime_error("reading " + topic + ": " + error.message());
   }
-  std::map<std::int32_t, std::int64_t> next;
   const auto unread = [&] {
-    return std::any_of(ends.begin(), ends.end(), [&](const auto& end) { return next[end.first] < end.second; });
+    const connectors::PartitionListHandle positions = connectors::to_partition_list(assignment);
+    rd_kafka_position(consumer.native_handle(), positions.get());
+    for (int i = 0; i < positions->cnt; ++i) {
+      if (positions->elems[i].offset < ends.at(positions->elems[i].partition)) return true;
+    }
+    return false;
   };
   const auto deadline = Clock::now() + kWaitLimit;
   while (unread()) {
@@ -372,7 +380,6 @@ inline std::vector<Record> read_topic(const EmbeddedBroker& broker, const std::s
     }
     const auto message = consumer.poll(50ms);
     if (!message || !message->error().ok() || message->offset() >= ends.at(message->partition())) continue;
-    next[message->partition()] = message->offset() + 1;
     records.push_back(to_record(*message));
   }
   (void)consumer.close();
@@ -382,7 +389,7 @@ inline std::vector<Record> read_topic(const EmbeddedBroker& broker, const std::s
 }
 
 // The offsets `group_id` has committed for each partition of `topic` (0 where it has committed none).
-inline std::map<std::int32_t, std::int64_t> committed_offsets(const EmbeddedBroker& broker, const std::string& group_id,
+inline std::map<std::int32_t, std::int64_t> committed_offsets(const TestBroker& broker, const std::string& group_id,
                                                               const std::string& topic) {
   connectors::TopicPartitions partitions;
   for (std::int32_t partition = 0; partition < partition_count(broker, topic); ++partition) {
@@ -406,7 +413,7 @@ inline std::map<std::int32_t, std::int64_t> committed_offsets(const EmbeddedBrok
 class ServiceThread {
  public:
   // `customize` may set further options (hooks) before the service is built.
-  ServiceThread(config::Config config, const EmbeddedBroker& broker,
+  ServiceThread(config::Config config, const TestBroker& broker,
                 const std::function<void(ServiceOptions&)>& customize = {})
       : state_(std::make_shared<State>()) {
     ServiceOptions options;
@@ -480,7 +487,7 @@ inline std::string describe(const std::optional<RunResult>& result) {
 }
 
 // Runs the service on `config` until it has consumed `events`, then stops it: exit 0 expected.
-inline void run_until_consumed(const EmbeddedBroker& broker, config::Config config, std::uint64_t events) {
+inline void run_until_consumed(const TestBroker& broker, config::Config config, std::uint64_t events) {
   ServiceThread service(std::move(config), broker);
   EXPECT_TRUE(service.wait_until_consumed(events)) << "consumed " << service.snapshot().consumed << " of " << events;
   const std::optional<RunResult> result = service.stop();
@@ -531,12 +538,18 @@ inline std::string read_file(const std::string& path) {
   return text.str();
 }
 
-// `bloomgate run --config FILE` as a child process, its stdout and stderr in files.
+// `bloomgate run --config FILE` (or any other command) as a child process, its stdout and stderr in files.
 class BloomgateProcess {
  public:
   BloomgateProcess(const std::string& config_path, std::string stdout_path, std::string stderr_path)
+      : BloomgateProcess(std::vector<std::string>{"run", "--config", config_path}, std::move(stdout_path),
+                         std::move(stderr_path)) {}
+
+  // `bloomgate ARGS...`
+  BloomgateProcess(std::vector<std::string> command, std::string stdout_path, std::string stderr_path)
       : stdout_path_(std::move(stdout_path)), stderr_path_(std::move(stderr_path)) {
-    std::vector<std::string> args{BLOOMGATE_BINARY, "run", "--config", config_path};
+    std::vector<std::string> args{BLOOMGATE_BINARY};
+    args.insert(args.end(), command.begin(), command.end());
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -595,7 +608,7 @@ inline bool poll_until(const std::function<bool()>& done, Clock::duration limit,
 }
 
 // Waits until the output topic holds at least `records`; false if it does not within the limit.
-inline bool wait_for_output(const EmbeddedBroker& broker, const std::string& topic, std::int64_t records) {
+inline bool wait_for_output(const TestBroker& broker, const std::string& topic, std::int64_t records) {
   return poll_until([&] { return total(end_offsets(broker, topic)) >= records; }, kWaitLimit);
 }
 

@@ -76,7 +76,7 @@ inline config::PipelineSettings orders_pipeline() {
 }
 
 // Waits until `group` has committed every partition of `topic` up to its end.
-inline bool wait_until_committed_to_end(const EmbeddedBroker& broker, const std::string& group, const std::string& topic,
+inline bool wait_until_committed_to_end(const TestBroker& broker, const std::string& group, const std::string& topic,
                                         std::chrono::seconds limit) {
   const auto end = end_offsets(broker, topic);
   return poll_until([&] { return committed_offsets(broker, group, topic) == end; }, limit, 200ms);
@@ -86,7 +86,7 @@ inline bool wait_until_committed_to_end(const EmbeddedBroker& broker, const std:
 // and are killed; join() waits for the last delivery (the producer retries through a broker outage).
 class PacedProducer {
  public:
-  PacedProducer(const EmbeddedBroker& broker, std::string topic, const std::vector<Event>& events, double per_second)
+  PacedProducer(const TestBroker& broker, std::string topic, const std::vector<Event>& events, double per_second)
       : thread_([this, &broker, topic = std::move(topic), &events, per_second] {
           try {
             EventProducer producer(broker);
@@ -144,7 +144,7 @@ struct Forwarded {
   }
 };
 
-inline Forwarded read_forwarded(const EmbeddedBroker& broker, const std::string& output) {
+inline Forwarded read_forwarded(const TestBroker& broker, const std::string& output) {
   Forwarded forwarded;
   for (const Record& record : read_topic(broker, output)) {
     ++forwarded.by_source[source_of(record)];
@@ -172,7 +172,7 @@ struct GroundTruth {
   }
 };
 
-inline GroundTruth compare_with_exact_answer(const EmbeddedBroker& broker, const std::string& input,
+inline GroundTruth compare_with_exact_answer(const TestBroker& broker, const std::string& input,
                                              const std::string& output) {
   const std::vector<Record> records = read_topic(broker, input);
   const Forwarded forwarded = read_forwarded(broker, output);

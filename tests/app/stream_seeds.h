@@ -17,5 +17,7 @@ inline constexpr std::uint64_t kCleanStopSeed = 6006, kSigtermSeed = 7007, kOuta
 inline constexpr std::uint64_t kTwoInstancesSeed = 8008, kTwoInstancesKillSeed = 8009;
 // service_transactions_test.cc, and kTransactionsSeed + 1 and + 2 for its further streams
 inline constexpr std::uint64_t kTransactionsSeed = 7007;
+// real_kafka_test.cc: one stream per test, kRealKafkaSeed + n
+inline constexpr std::uint64_t kRealKafkaSeed = 10010;
 
 }  // namespace bloomgate::app::test_support
