@@ -2,6 +2,7 @@
 """Helpers of scripts/kafka that need a socket.
 
   kafka_probe.py free-ports N            prints N distinct free TCP ports of 127.0.0.1, one a line
+  kafka_probe.py bindable PORT           exit 0 when a listener could bind 127.0.0.1:PORT now
   kafka_probe.py listed HOST PORT NODE   exit 0 when the broker at HOST:PORT answers a Metadata request
                                          (v4) and lists node NODE at HOST:PORT among its brokers; 1 when
                                          it refuses, times out (2 s) or does not list it yet
@@ -28,6 +29,16 @@ def free_ports(count):
     for s in sockets:
         s.close()
     return ports
+
+
+def bindable(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Java's server sockets do
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def read_exactly(sock, size):
@@ -74,6 +85,8 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "free-ports":
         print("\n".join(str(p) for p in free_ports(int(argv[2]))))
         return 0
+    if len(argv) == 3 and argv[1] == "bindable":
+        return 0 if bindable(int(argv[2])) else 1
     if len(argv) == 5 and argv[1] == "listed":
         host, port, node = argv[2], int(argv[3]), int(argv[4])
         try:
