@@ -56,6 +56,13 @@ unpinned = [f"{n}: {s.get('image')}" for n, s in services.items()
 report(not unpinned, "every image is pinned to a version (no latest, no bare name)", unpinned)
 kafka_env = services["kafka"]["environment"]
 report(services["kafka"]["image"].startswith("apache/kafka:"), "Kafka is the apache/kafka image", services["kafka"]["image"])
+pinned = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", open("scripts/kafka-pom.xml").read()).group(1)
+kafka_images = {n: s["image"] for n, s in services.items() if s.get("image", "").startswith("apache/kafka:")}
+report(set(kafka_images.values()) == {"apache/kafka:" + pinned},
+       "every apache/kafka image is the Kafka version scripts/kafka tests against (scripts/kafka-pom.xml)",
+       f"{kafka_images} vs {pinned}")
+documented = set(re.findall(r"apache/kafka:[\w.-]+", open("docs/deployment.md").read()))
+report(documented == {"apache/kafka:" + pinned}, "docs/deployment.md names that same apache/kafka image", documented)
 report("controller" in kafka_env["KAFKA_PROCESS_ROLES"] and "broker" in kafka_env["KAFKA_PROCESS_ROLES"],
        "Kafka runs KRaft, one node as broker and controller", kafka_env["KAFKA_PROCESS_ROLES"])
 factors = {k: v for k, v in kafka_env.items() if k.endswith("REPLICATION_FACTOR") or k.endswith("MIN_ISR")}
