@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace bloomgate::connectors {
 
@@ -152,7 +153,14 @@ KafkaError Admin::create_topic(const std::string& name, int partitions, int repl
     const char* message = rd_kafka_topic_result_error_string(results[0]);
     return KafkaError(code, what + (message ? std::string(": ") + message : std::string()));
   }
-  return KafkaError();
+  // The controller has created it; the broker answers Metadata for it a moment later.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  KafkaResult<int> described = partition_count(name, timeout);
+  while (!described.ok() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    described = partition_count(name, timeout);
+  }
+  return described.ok() ? KafkaError() : KafkaError(described.error().code(), what + ": not in the metadata in time");
 }
 
 }  // namespace bloomgate::connectors

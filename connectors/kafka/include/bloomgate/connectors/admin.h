@@ -69,7 +69,8 @@ class Admin {
   [[nodiscard]] RetentionQuery ask_retention(const std::vector<std::string>& topics) const;
 
   // Creates a topic (CreateTopics) with topic-level `configs` (cleanup.policy, retention.ms, ...) and waits
-  // for the answer, at most `timeout`. TOPIC_ALREADY_EXISTS when it exists. The embedded broker has no
+  // until the broker answers Metadata for it, at most about `timeout` for each of the two. TOPIC_ALREADY_EXISTS
+  // when it exists. The embedded broker has no
   // CreateTopics: use EmbeddedBroker::create_topic there.
   [[nodiscard]] KafkaError create_topic(const std::string& name, int partitions, int replication_factor,
                                         const std::map<std::string, std::string>& configs,
