@@ -413,11 +413,15 @@ TEST(RealKafka, RetentionShorterThanTheTtlIsWarnedAndARebuildSaysWhatItDeleted) 
   TestBroker broker;
   ASSERT_TRUE(create_topic_with_configs(broker, "orders", 1, {{"retention.ms", "3600000"}, {"segment.ms", "60000"}}).ok());
   create_topics(broker, {"orders-unique"}, 1);
-  produce_all(broker, "orders", stamped("deleted", 2'000, now_ms() - 90 * 60'000));  // beyond the retention
-  produce_all(broker, "orders", stamped("kept", 2'000, now_ms() - 20 * 60'000));     // rolls a new segment
   const TempDir dir;
   const std::string head_a = run_config_head(broker.bootstrap_servers(), "retention", dir.path("state-a"));
-  const std::string log_a = run_to_end(broker, dir, dir.file("a.yaml", head_a + ttl_pipeline_yaml("2h")), "retention", "a");
+  const std::string yaml_a = dir.file("a.yaml", head_a + ttl_pipeline_yaml("2h"));
+  // Records beyond the retention, forwarded before the next ones roll their segment (which retention then
+  // deletes within seconds), and the kept records, forwarded by a restart on the same state.
+  produce_all(broker, "orders", stamped("deleted", 2'000, now_ms() - 90 * 60'000));
+  const std::string log_a = run_to_end(broker, dir, yaml_a, "retention", "a");
+  produce_all(broker, "orders", stamped("kept", 2'000, now_ms() - 20 * 60'000));
+  (void)run_to_end(broker, dir, yaml_a, "retention", "a-again");
   EXPECT_NE(log_a.find("input topic orders keeps records for 3600000 ms (retention.ms), less than pipeline orders's TTL"),
             std::string::npos)
       << log_a;
