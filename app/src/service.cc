@@ -248,8 +248,10 @@ void ServiceLoop::close_clients() noexcept {
   batch_.clear();  // records must not outlive their consumer (a failure may leave a batch half-handled)
   if (context_.consumer) {
     // close() revokes what is still assigned; after a failure, the revocation commits nothing. A member
-    // still joining waits for its first assignment within what is left of the grace period.
-    const auto join_wait = std::min<std::chrono::milliseconds>(context_.flush_budget(), std::chrono::seconds(10));
+    // still joining waits for its first assignment within half of what is left of the grace period: the
+    // other half is the close's own, so that a group that assigns nothing yet (one still waiting out dead
+    // members) does not hold the stop past the grace period (shutdown_deadline.h).
+    const auto join_wait = std::min<std::chrono::milliseconds>(context_.flush_budget() / 2, std::chrono::seconds(10));
     if (KafkaError error = context_.consumer->close(join_wait); !error.ok()) {
       spdlog::warn("consumer close: {}", error.message());
     }
