@@ -179,8 +179,8 @@ bool OutputRouter::dead_letter_refused(const config::PipelineSettings& pipeline,
                   std::string(error) + ") and the pipeline has no dead_letter topic; stopping");
     return false;
   }
-  spdlog::warn("pipeline {}: the record of {} was refused as too large ({}); writing it to dead-letter topic {} cut "
-               "to fit",
+  spdlog::warn("pipeline {}: the record of {} could not be written ({}); writing it to dead-letter topic {} cut to "
+               "fit",
                pipeline.name, where, error, pipeline.dead_letter);
   const AddedHeaders added(source.topic, source.partition, source.offset, pipeline.name, reason, error);
   return produce_cut(pipeline.dead_letter, parts, added, stage, timestamp_ms, epoch);
