@@ -183,5 +183,38 @@ INSTANTIATE_TEST_SUITE_P(RecordSizes, BrokerRefusals, ::testing::Values(1, 3),
                            return std::to_string(refusals.param) + "Refusals";
                          });
 
+// exactly_once: a refusal dooms the transaction, which is aborted and its input consumed again; the
+// refused record is then a dead letter (record_too_large) in the next transaction. The embedded broker
+// shows aborted records to every reader, so only the dead letters are checked: each refused record once.
+TEST(RecordSizes, WithExactlyOnceARefusedRecordIsADeadLetterOfTheNextTransaction) {
+  EmbeddedBroker broker;
+  create_topics(broker, {"orders", "orders-unique", "orders-dlq"}, 1);
+  config::PipelineSettings orders = pipeline("orders", "orders", "orders-unique", std::chrono::hours(1));
+  orders.dead_letter = "orders-dlq";
+  config::Config config = service_config(broker, "refused-txn", {orders});
+  config.kafka.instance_name = "refused-txn-member";
+  config.kafka.guarantee = config::Guarantee::kExactlyOnce;
+  std::vector<Event> events;
+  for (int i = 0; i < 20; ++i) events.push_back(keyed("o-" + std::to_string(i), "value " + std::to_string(i)));
+  produce_large(broker, "orders", events);
+  rd_kafka_mock_push_request_errors(broker.native_cluster(), kProduce, 1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+
+  ServiceThread service(config, broker);
+  EXPECT_TRUE(service.wait_until([](const ServiceSnapshot& snapshot) {
+    return !snapshot.partitions.empty() && snapshot.partitions.front().committed_offset == 20;
+  })) << "not committed to the end of the input";
+  const std::optional<RunResult> result = service.stop();
+  ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
+  EXPECT_GE(service.snapshot().transactions_aborted, 1U);
+
+  const std::vector<Record> dead = read_topic(broker, "orders-dlq");
+  EXPECT_FALSE(dead.empty()) << "no record was refused: the injected error did not reach the service";
+  std::set<std::int64_t> letters;
+  for (const Record& letter : dead) {
+    EXPECT_EQ(letter.header(headers::kReason), "record_too_large");
+    EXPECT_TRUE(letters.insert(source_of(letter).offset).second) << "a dead letter written twice";
+  }
+}
+
 }  // namespace
 }  // namespace bloomgate::app
