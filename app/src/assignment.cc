@@ -295,7 +295,7 @@ void Assignment::rebuild(PartitionWorker& worker) {
   PartitionReport& report = *worker.report;
   RebuildRequest request{worker.id.topic, worker.id.partition, worker.next_offset,
                          std::chrono::duration_cast<std::chrono::milliseconds>(worker.pipeline->ttl),
-                         worker.pipeline->time == config::TimeSource::kProcessing};
+                         worker.pipeline->time, wall_clock_now};
   const RebuildOptions options{side_reader_options("rebuilder")};
   report.rebuilding = true;
   spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms)",

@@ -18,9 +18,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPollTimeout{100};
 constexpr std::uint64_t kProgressCheckEvery = 1024;  // records between two looks at the clock
 
-std::int64_t wall_clock_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+std::int64_t epoch_ms(filters::TimePoint time) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch()).count();
 }
 
 // A reader of one input partition, from a given offset, that fails loudly when it stalls.
@@ -71,14 +70,16 @@ class PartitionReader {
   Clock::time_point idle_deadline_;
 };
 
-// The window's start: one TTL before the last processed record's timestamp (before now with processing
-// time, or when that record has none).
+// The window's start: one TTL before the time the live path gives the last processed record (its timestamp
+// capped at now + max_future_skew; now with processing time, or when it has none).
 std::int64_t window_start_ms(PartitionReader& reader, const RebuildRequest& request) {
-  if (request.processing_time) return wall_clock_ms() - request.ttl.count();
-  reader.start_at(request.end_offset - 1);
-  std::optional<std::int64_t> last_ms;
-  if (auto last = reader.next()) last_ms = last->timestamp_ms();
-  return last_ms.value_or(wall_clock_ms()) - request.ttl.count();
+  std::int64_t last_timestamp = EventClock::kNoTimestamp;
+  if (request.time == config::TimeSource::kEvent) {
+    reader.start_at(request.end_offset - 1);
+    if (auto last = reader.next()) last_timestamp = last->timestamp_ms().value_or(EventClock::kNoTimestamp);
+  }
+  EventClock clock(request.time, request.now);
+  return epoch_ms(clock.time_of(last_timestamp)) - request.ttl.count();
 }
 
 // Where to start reading: the offset of the window's start, or the low watermark when the cluster cannot
@@ -124,6 +125,8 @@ RebuildResult rebuild_from_input(const RebuildRequest& request, const connectors
   const auto total = static_cast<std::uint64_t>(request.end_offset - result.from_offset);
   reader.start_at(result.from_offset);
   auto next_progress = Clock::now() + options.progress_interval;
+  // The records' times as the live path gave them: capped in the future, never running backwards.
+  EventClock record_clock(config::TimeSource::kEvent, request.now);
   bool first = true;
   while (auto message = reader.next()) {
     const std::optional<std::int64_t> timestamp = message->timestamp_ms();
@@ -133,7 +136,7 @@ RebuildResult rebuild_from_input(const RebuildRequest& request, const connectors
       result.history_truncated = true;
     }
     first = false;
-    if (timestamp && *timestamp < result.window_start_ms) {
+    if (epoch_ms(record_clock.time_of(timestamp.value_or(EventClock::kNoTimestamp))) < result.window_start_ms) {
       ++result.skipped;
     } else {
       insert(*message);

@@ -2,10 +2,16 @@
 //
 // Step 3 of the state invariant (docs/state.md): a partition that has a committed position C but no
 // usable filter (a new machine, state lost or quarantined) gets its filter back by reading its own input
-// history, the changelog of the filter: the records whose timestamps lie within one TTL before record
-// C-1's, up to C, are handed to `insert` (the caller decides each without producing anything).
+// history, the changelog of the filter: the records whose times lie within one TTL before record C-1's,
+// up to C, are handed to `insert` (the caller decides each without producing anything).
 //
-// Where the read starts: the offset of time (timestamp of C-1, or now with processing time) - TTL, asked with ListOffsets by time;
+// Times are the live path's (EventClock, event_clock.h): record C-1's time is its timestamp capped at now
+// + max_future_skew (now with processing time, or when it has none), and each record read is timed by an
+// EventClock of its own over the read, so a record the live path judged at a raised time (after a
+// future-stamped one) is not skipped for its raw timestamp. A future-stamped record C-1 therefore cannot
+// push the window past the records the live filter still holds.
+//
+// Where the read starts: the offset of time (the time of C-1) - TTL, asked with ListOffsets by time;
 // when the cluster cannot answer that (the embedded broker does not implement it), the input's low
 // watermark, and records older than the window are read and skipped. When retention has already deleted
 // part of the window, the result says so (history_truncated) and the caller warns: those keys are not
@@ -20,6 +26,8 @@
 #include <functional>
 #include <string>
 
+#include "bloomgate/app/event_clock.h"
+#include "bloomgate/config/config.h"
 #include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/client_hooks.h"
 #include "bloomgate/connectors/kafka_config.h"
@@ -33,14 +41,15 @@ struct RebuildRequest {
   std::int32_t partition = 0;
   std::int64_t end_offset = 0;                 // C: the committed offset; the read stops before it
   std::chrono::milliseconds ttl{0};            // the pipeline's TTL: how far back the window reaches
-  bool processing_time = false;                // the window ends now, not at record C-1's timestamp
+  config::TimeSource time = config::TimeSource::kEvent;  // kProcessing: the window ends now
+  EventClock::Now now;                         // processing time (the service's: the wall clock)
 };
 
 struct RebuildResult {
   std::int64_t from_offset = -1;       // where the read started
   std::int64_t window_start_ms = -1;   // records older than this were skipped; -1: nothing to read
   std::uint64_t inserted = 0;          // records handed to `insert`
-  std::uint64_t skipped = 0;           // records read but older than the window
+  std::uint64_t skipped = 0;           // records read but timed before the window
   bool history_truncated = false;      // retention deleted records the window needs
   double seconds = 0;
 };

@@ -82,6 +82,7 @@ std::string_view reason_name(RejectionReason reason) noexcept {
     case RejectionReason::kValueTooLarge: return "value_too_large";
     case RejectionReason::kMissingHeader: return "missing_header";
     case RejectionReason::kMissingMessageKey: return "missing_message_key";
+    case RejectionReason::kRecordTooLarge: return "record_too_large";
   }
   return "unknown";
 }

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace bloomgate::app {
 
@@ -41,16 +42,22 @@ bool PartitionDeduplicator::matches_settings(const filters::Filter& filter, cons
   return have.type == want.type && have.k == want.k && have.l == want.l && have.target_fpr == want.target_fpr;
 }
 
-Verdict PartitionDeduplicator::decide(const EventView& event, std::int64_t record_timestamp_ms) {
+Verdict PartitionDeduplicator::reject(Rejection rejection, std::int64_t record_timestamp_ms) {
   Verdict verdict;
   verdict.time = clock_.time_of(record_timestamp_ms);
+  verdict.outcome = Outcome::kDeadLetter;
+  verdict.rejection = std::move(rejection);
+  ++counters_.dead_lettered;
+  return verdict;
+}
+
+Verdict PartitionDeduplicator::decide(const EventView& event, std::int64_t record_timestamp_ms,
+                                      const Rejection* unforwardable) {
   ExtractionResult extracted = extractor_.extract(event);
-  if (!extracted.has_key()) {
-    verdict.outcome = Outcome::kDeadLetter;
-    verdict.rejection = extracted.rejection();
-    ++counters_.dead_lettered;
-    return verdict;
-  }
+  if (!extracted.has_key()) return reject(extracted.rejection(), record_timestamp_ms);
+  if (unforwardable != nullptr) return reject(*unforwardable, record_timestamp_ms);
+  Verdict verdict;
+  verdict.time = clock_.time_of(record_timestamp_ms);
   const filters::Sighting sighting = filter_->test_and_insert_with_age(extracted.key().bytes(), verdict.time);
   if (sighting.present) {
     verdict.outcome = Outcome::kDuplicate;

@@ -39,7 +39,7 @@ void StateDirectory::open() {
     store_ = StateStore::open(dir, store_options());
   } catch (const StateStoreError& e) {
     if (e.kind() != StateStoreError::Kind::kCorrupt) throw std::runtime_error(store_message(e));
-    spdlog::error("{}; moving the state directory aside and starting with empty state", store_message(e));
+    spdlog::error("{}; moving the state directory's contents aside and starting with empty state", store_message(e));
     quarantine_and_reopen();
   }
   if (config_.kafka.brokers == config::kEmbeddedBrokers) {
@@ -65,7 +65,7 @@ void StateDirectory::quarantine_and_reopen() {
     moved = StateStore::quarantine(config_.state.dir);
     store_ = StateStore::open(config_.state.dir, store_options());
   }
-  spdlog::error("state store: the damaged state directory was moved to {}; the partitions whose state was there "
+  spdlog::error("state store: the damaged state was moved to {}; the partitions whose state was there "
                 "rebuild their filters from the input history before their committed offsets",
                 moved);
   quarantined_ = true;

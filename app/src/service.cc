@@ -101,6 +101,8 @@ void ServiceLoop::start() {
   protocol_->configure_producer(producer_options);
   context_.producer =
       std::make_unique<connectors::Producer>(client_config(context_, ClientRole::kProducer), std::move(producer_options));
+  router_.limits().set_producer_limit(context_.producer->message_max_bytes());
+  router_.limits().ask(*context_.admin, config_);
   protocol_->start();
   context_.consumer =
       std::make_unique<connectors::Consumer>(client_config(context_, ClientRole::kConsumer), consumer_options());
@@ -163,6 +165,7 @@ void ServiceLoop::after_event() {
 void ServiceLoop::check_timers() {
   const auto now = Clock::now();
   retention_.poll(now);
+  router_.limits().poll(now);
   protocol_->tick(now);
   if (now >= next_snapshot_) {
     reporter_.publish();
@@ -183,7 +186,7 @@ void ServiceLoop::handle(ConsumedMessage& message) {
   const auto started = timed ? Clock::now() : Clock::time_point{};
   const EventView event = event_of(message, *worker->pipeline, header_views_);
   worker->decided_since_commit = true;
-  const Verdict verdict = worker->deduplicator.decide(event, message.timestamp_ms().value_or(-1));
+  const Verdict verdict = decide(*worker, message, event);
   PartitionReport& report = *worker->report;
   if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
     ++report.reconciled;  // decided (its key is in the filter) but forwarded before the restart: not again
@@ -199,7 +202,13 @@ void ServiceLoop::handle(ConsumedMessage& message) {
   if (timed) reporter_.processing_latency().observe(std::chrono::duration<double>(Clock::now() - started).count());
 }
 
-// An event that cannot be keyed, and no dead_letter topic. The events before it are processed: their
+// An event too large to forward is a dead letter before its key reaches the filter (output_router.h).
+Verdict ServiceLoop::decide(PartitionWorker& worker, const ConsumedMessage& message, const EventView& event) {
+  const std::optional<Rejection> too_large = router_.oversized(*worker.pipeline, message);
+  return worker.deduplicator.decide(event, message.timestamp_ms().value_or(-1), too_large ? &*too_large : nullptr);
+}
+
+// An event that cannot be keyed (or forwarded), and no dead_letter topic. The events before it are processed: their
 // records are flushed and committed up to (not past) this event, as a graceful stop would. A failure skips
 // the exit flush, so without this their records would be discarded unsent, or written and then written
 // again by the next run.
@@ -209,7 +218,7 @@ void ServiceLoop::stop_at_unkeyable(const PartitionWorker& worker, const Consume
                             Clock::now() + std::chrono::duration_cast<Clock::duration>(config_.shutdown.grace_period));
   context_.fail("pipeline " + worker.pipeline->name + ": the event at " + std::string(message.topic()) + "/" +
                 std::to_string(message.partition()) + " offset " + std::to_string(message.offset()) +
-                " cannot be keyed (" + std::string(reason_name(verdict.rejection->reason)) + ": " +
+                " cannot be keyed or forwarded (" + std::string(reason_name(verdict.rejection->reason)) + ": " +
                 verdict.rejection->message +
                 ") and the pipeline has no dead_letter topic; stopping without committing it");
 }

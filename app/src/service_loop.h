@@ -42,6 +42,7 @@ class ServiceLoop {
   connectors::ConsumerOptions consumer_options();
   void loop();
   void handle(connectors::ConsumedMessage& message);
+  Verdict decide(PartitionWorker& worker, const connectors::ConsumedMessage& message, const EventView& event);
   void after_event();
   void check_timers();
   void stop_at_unkeyable(const PartitionWorker& worker, const connectors::ConsumedMessage& message,

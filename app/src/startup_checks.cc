@@ -62,24 +62,32 @@ std::vector<PartitionKey> check_topics(const ServiceContext& context) {
   return inputs;
 }
 
-void RetentionCheck::ask(connectors::Admin& admin, const PipelinesByTopic& pipelines) {
+void PendingTopicConfig::ask(const connectors::Admin& admin, const std::vector<std::string>& topics,
+                             const std::string& name) {
+  query_.emplace(admin.ask_topic_config(topics, name));
+  deadline_ = Clock::now() + kAnswerWait;
+}
+
+std::optional<connectors::KafkaResult<std::map<std::string, std::int64_t>>> PendingTopicConfig::poll(
+    Clock::time_point now) {
+  if (!query_) return std::nullopt;
+  auto answer = query_->poll();
+  if (!answer && now < deadline_) return std::nullopt;
+  query_.reset();
+  if (!answer) return KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, "no answer to DescribeConfigs");
+  return answer;
+}
+
+void RetentionCheck::ask(const connectors::Admin& admin, const PipelinesByTopic& pipelines) {
   pipelines_ = &pipelines;
   std::vector<std::string> topics;
   for (const auto& [topic, pipeline] : pipelines) topics.push_back(topic);
-  query_.emplace(admin.ask_retention(topics));
-  deadline_ = Clock::now() + kRetentionAnswerWait;
+  retention_.ask(admin, topics, "retention.ms");
 }
 
 void RetentionCheck::poll(Clock::time_point now) {
-  if (!query_) return;
-  auto answer = query_->poll();
-  if (!answer) {
-    if (now < deadline_) return;
-    spdlog::info("the input topics' retention could not be checked against the TTL: no answer to DescribeConfigs");
-    query_.reset();
-    return;
-  }
-  query_.reset();
+  const auto answer = retention_.poll(now);
+  if (!answer) return;
   if (!answer->ok()) {
     spdlog::info("the input topics' retention could not be checked against the TTL ({})", answer->error().message());
     return;

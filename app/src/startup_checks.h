@@ -33,14 +33,26 @@ connectors::KafkaConfig client_config(const ServiceContext& context, ClientRole 
 // so their reports (and metrics) exist from start-up. Throws std::runtime_error naming the topic.
 std::vector<PartitionKey> check_topics(const ServiceContext& context);
 
+// A question about one config of some topics (DescribeConfigs), asked without waiting: the embedded broker
+// never answers it. The loop looks for the answer until kAnswerWait has passed.
+class PendingTopicConfig {
+ public:
+  static constexpr std::chrono::seconds kAnswerWait{30};
+
+  void ask(const connectors::Admin& admin, const std::vector<std::string>& topics, const std::string& name);
+  // Once: the answer, or a _TIMED_OUT error when none came within kAnswerWait; nothing before, and after.
+  std::optional<connectors::KafkaResult<std::map<std::string, std::int64_t>>> poll(Clock::time_point now);
+
+ private:
+  std::optional<connectors::TopicConfigQuery> query_;  // until answered or given up
+  Clock::time_point deadline_;
+};
+
 // The input topic is the filter's changelog: a rebuild needs one TTL of it. Said at start-up, since a
-// rebuild is exactly when it is too late to find out. Asked without waiting (the embedded broker never
-// answers); the loop looks for the answer until kRetentionAnswerWait has passed.
+// rebuild is exactly when it is too late to find out.
 class RetentionCheck {
  public:
-  static constexpr std::chrono::seconds kRetentionAnswerWait{30};
-
-  void ask(connectors::Admin& admin, const PipelinesByTopic& pipelines);
+  void ask(const connectors::Admin& admin, const PipelinesByTopic& pipelines);
   // Called from the loop: logs a warning for each input whose retention is shorter than its TTL.
   void poll(Clock::time_point now);
 
@@ -48,8 +60,7 @@ class RetentionCheck {
   void warn_if_short(const std::string& topic, std::int64_t retention_ms) const;
 
   const PipelinesByTopic* pipelines_ = nullptr;
-  std::optional<connectors::RetentionQuery> query_;  // until answered or given up
-  Clock::time_point deadline_;
+  PendingTopicConfig retention_;
 };
 
 }  // namespace bloomgate::app

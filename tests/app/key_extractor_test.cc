@@ -350,6 +350,7 @@ TEST(RejectionReasonNames, AreStableSnakeCase) {
   EXPECT_EQ(reason_name(RejectionReason::kValueTooLarge), "value_too_large");
   EXPECT_EQ(reason_name(RejectionReason::kMissingHeader), "missing_header");
   EXPECT_EQ(reason_name(RejectionReason::kMissingMessageKey), "missing_message_key");
+  EXPECT_EQ(reason_name(RejectionReason::kRecordTooLarge), "record_too_large");
 }
 
 }  // namespace

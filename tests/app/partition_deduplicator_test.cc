@@ -48,6 +48,20 @@ TEST(PartitionDeduplicator, ForwardsNewKeysAndDropsRepeatsWithinTheTtl) {
   EXPECT_EQ(f.dedup.counters().duplicates, 1U);
 }
 
+// An event too large to forward (output_router.h) is a dead letter before the filter is asked: a repeat
+// of its key that can be forwarded is new. An event that cannot be keyed keeps its own reason.
+TEST(PartitionDeduplicator, AnUnforwardableEventIsADeadLetterWhoseKeyIsNotRemembered) {
+  Fixture f;
+  const Rejection too_large{RejectionReason::kRecordTooLarge, "over the limit"};
+  const Verdict rejected = f.dedup.decide(EventView{std::nullopt, R"({"order_id": "a"})", {}}, kT0, &too_large);
+  EXPECT_EQ(rejected.outcome, Outcome::kDeadLetter);
+  ASSERT_TRUE(rejected.rejection);
+  EXPECT_EQ(reason_name(rejected.rejection->reason), "record_too_large");
+  EXPECT_EQ(f.decide(R"({"order_id": "a"})", kT0 + 1), Outcome::kForward) << "its key was not remembered";
+  const Verdict unkeyable = f.dedup.decide(EventView{std::nullopt, R"({"id": 1})", {}}, kT0 + 2, &too_large);
+  EXPECT_EQ(reason_name(unkeyable.rejection->reason), "missing_field");
+}
+
 TEST(PartitionDeduplicator, UnkeyableEventsGoToTheDeadLetterTopicWithTheirReason) {
   Fixture f;
   const Verdict missing = f.dedup.decide(EventView{std::nullopt, R"({"id": 1})", {}}, kT0);

@@ -394,10 +394,10 @@ TEST(DurableState, DamagedStateIsReportedAndSetAsideAndNothingIsForwardedTwice) 
   EXPECT_EQ(sum_of(second, &PartitionReport::state_corruptions), 4U) << "one per partition whose state was lost";
 
   bool set_aside = false;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(config.state.dir).parent_path())) {
-    set_aside = set_aside || entry.path().string().rfind(config.state.dir + ".corrupt-", 0) == 0;
+  for (const auto& entry : std::filesystem::directory_iterator(config.state.dir)) {
+    set_aside = set_aside || entry.path().filename().string().rfind("quarantine-", 0) == 0;
   }
-  EXPECT_TRUE(set_aside) << "the damaged directory was not moved aside";
+  EXPECT_TRUE(set_aside) << "the damaged state was not moved aside into the state directory";
 
   // The filters were rebuilt from the input history before the committed offsets, so the repeats of early
   // keys are still dropped: every key exactly once.
@@ -504,6 +504,40 @@ TEST(DurableState, ANewMachineRebuildsTheFiltersFromTheInputHistory) {
   for (const std::string& key : fresh) EXPECT_EQ(forwarded.times(key), 1) << key;
   // Seen more than one TTL before: forwarded again, as the TTL says.
   for (const std::string& key : ancient_again) EXPECT_EQ(forwarded.times(key), 2) << key;
+}
+
+std::int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The rebuild times records as the loop does (event_clock.h). The last record before each partition's
+// commit is stamped 11.7 min in the future: the loop judged it at processing time + 1 min, so its filter
+// still held the keys forwarded 2 min before. The rebuild's window (TTL 10 min) must end there too, not at
+// the raw timestamp, which would skip every earlier key and forward the repeats again (issue 40, item 2).
+TEST(DurableState, AFutureStampedLastRecordDoesNotMoveTheRebuildWindowPastTheKeysTheFilterHeld) {
+  TestBroker broker;
+  create_topics(broker, {"events", "events-unique"}, 4);
+  config::PipelineSettings settings = long_ttl_pipeline("events", "events-unique");
+  settings.ttl = std::chrono::minutes(10);
+  const config::Config config = service_config(broker, "future-stamped", {settings});
+  const std::int64_t start = wall_clock_ms();
+  const std::vector<std::string> early = numbered_keys("early", 0, 300);
+  produce_all(broker, "events", keyed_events(early, start - 120'000));
+  std::vector<Event> future;
+  for (std::int32_t p = 0; p < 4; ++p) future.push_back({"future-" + std::to_string(p), "v", {}, start + 702'000, p});
+  produce_all(broker, "events", future);
+  const ServiceSnapshot first = run_once(broker, config, 304);
+  EXPECT_EQ(first.forwarded, 304U);
+  std::filesystem::remove_all(config.state.dir);  // the state is lost
+
+  produce_all(broker, "events", keyed_events(early, wall_clock_ms()));
+  const ServiceSnapshot second = run_once(broker, config, 300);
+  EXPECT_EQ(sum_of(second, &PartitionReport::rebuilds), 4U) << "one rebuild per partition";
+  EXPECT_EQ(sum_of(second, &PartitionReport::rebuild_events), 304U) << "every key within the TTL inserted";
+  EXPECT_EQ(second.duplicates, 300U) << "repeats within the TTL of keys forwarded before the state was lost";
+  EXPECT_EQ(second.forwarded, 0U);
+  const Forwarded forwarded = read_forwarded(broker, "events-unique");
+  for (const std::string& key : early) EXPECT_EQ(forwarded.times(key), 1) << key;
 }
 
 // /readyz (a real HTTP request to the service's endpoint) before, during and after a restore: 503 before

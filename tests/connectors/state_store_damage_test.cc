@@ -95,18 +95,18 @@ TEST(StateStore, DamagedTableFilesAreReportedAsCorrupt) {
   }
   EXPECT_GT(detected, 0U) << "the damage went unnoticed";
 
-  // The remedy for a damaged table file: move the directory aside and start empty.
+  // The remedy for a damaged table file: move the directory's contents aside and start empty.
   store.reset();
   const std::string moved = StateStore::quarantine(dir);
-  EXPECT_EQ(moved.rfind(dir + ".corrupt-", 0), 0U) << moved;
-  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(moved.rfind(dir + "/quarantine-", 0), 0U) << moved;
+  EXPECT_TRUE(files_with_extension(dir, ".sst").empty());
   EXPECT_FALSE(files_with_extension(moved, ".sst").empty());
   EXPECT_TRUE(StateStore::open(dir)->list().empty());
   const std::string moved_again = StateStore::quarantine(dir);
   EXPECT_NE(moved_again, moved);
   EXPECT_TRUE(fs::is_directory(moved_again));
   try {
-    StateStore::quarantine(dir);
+    StateStore::quarantine(dir + "-missing");
     ADD_FAILURE() << "quarantined a directory that does not exist";
   } catch (const StateStoreError& e) {
     EXPECT_EQ(e.kind(), Kind::kInvalidArgument) << e.what();
@@ -140,7 +140,7 @@ TEST(StateStore, AQuarantineInPlaceMovesTheStateAsideForEveryThreadUsingTheStore
   writer.join();
 
   EXPECT_EQ(store->quarantines(), 1U);
-  EXPECT_EQ(moved.rfind(dir + ".corrupt-", 0), 0U) << moved;
+  EXPECT_EQ(moved.rfind(dir + "/quarantine-", 0), 0U) << moved;
   EXPECT_TRUE(fs::is_directory(moved));
   EXPECT_FALSE(store->read(before).has_value()) << "the state written before went aside";
   const auto last = store->read(PartitionId{"events", 1});

@@ -69,16 +69,16 @@ KafkaResult<std::int64_t> Admin::offset_for_time(const std::string& topic, std::
 
 namespace {
 
-// retention.ms of one described topic.
-KafkaResult<std::int64_t> retention_of(const rd_kafka_ConfigResource_t* resource) {
-  const std::string what = std::string("retention.ms of ") + rd_kafka_ConfigResource_name(resource);
+// The config `name` of one described topic, as a number.
+KafkaResult<std::int64_t> config_of(const rd_kafka_ConfigResource_t* resource, const std::string& name) {
+  const std::string what = name + " of " + rd_kafka_ConfigResource_name(resource);
   if (const auto code = rd_kafka_ConfigResource_error(resource); code != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return KafkaError(code, what);
   }
   std::size_t entries = 0;
   const rd_kafka_ConfigEntry_t** configs = rd_kafka_ConfigResource_configs(resource, &entries);
   for (std::size_t i = 0; i < entries; ++i) {
-    if (std::strcmp(rd_kafka_ConfigEntry_name(configs[i]), "retention.ms") != 0) continue;
+    if (name != rd_kafka_ConfigEntry_name(configs[i])) continue;
     const char* value = rd_kafka_ConfigEntry_value(configs[i]);
     if (value == nullptr) break;
     return static_cast<std::int64_t>(std::strtoll(value, nullptr, 10));
@@ -88,7 +88,7 @@ KafkaResult<std::int64_t> retention_of(const rd_kafka_ConfigResource_t* resource
 
 }  // namespace
 
-RetentionQuery Admin::ask_retention(const std::vector<std::string>& topics) const {
+TopicConfigQuery Admin::ask_topic_config(const std::vector<std::string>& topics, const std::string& name) const {
   QueueHandle queue(rd_kafka_queue_new(handle_.get()));
   std::vector<ConfigResourceHandle> owned;
   std::vector<rd_kafka_ConfigResource_t*> resources;
@@ -98,10 +98,10 @@ RetentionQuery Admin::ask_retention(const std::vector<std::string>& topics) cons
   }
   // librdkafka copies the resources into the request.
   rd_kafka_DescribeConfigs(handle_.get(), resources.data(), resources.size(), nullptr, queue.get());
-  return RetentionQuery(std::move(queue));
+  return TopicConfigQuery(std::move(queue), name);
 }
 
-std::optional<KafkaResult<std::map<std::string, std::int64_t>>> RetentionQuery::poll() {
+std::optional<KafkaResult<std::map<std::string, std::int64_t>>> TopicConfigQuery::poll() {
   if (!queue_) return std::nullopt;
   const EventHandle event(rd_kafka_queue_poll(queue_.get(), 0));
   if (!event) return std::nullopt;
@@ -113,13 +113,13 @@ std::optional<KafkaResult<std::map<std::string, std::int64_t>>> RetentionQuery::
   if (result == nullptr) return KafkaError(RD_KAFKA_RESP_ERR__BAD_MSG, "DescribeConfigs: an unexpected answer");
   std::size_t count = 0;
   const rd_kafka_ConfigResource_t** resources = rd_kafka_DescribeConfigs_result_resources(result, &count);
-  std::map<std::string, std::int64_t> retention;
+  std::map<std::string, std::int64_t> values;
   for (std::size_t i = 0; i < count; ++i) {
-    KafkaResult<std::int64_t> value = retention_of(resources[i]);
+    KafkaResult<std::int64_t> value = config_of(resources[i], name_);
     if (!value.ok()) return value.error();
-    retention[rd_kafka_ConfigResource_name(resources[i])] = value.value();
+    values[rd_kafka_ConfigResource_name(resources[i])] = value.value();
   }
-  return retention;
+  return values;
 }
 
 KafkaError Admin::create_topic(const std::string& name, int partitions, int replication_factor,

@@ -5,15 +5,6 @@
 #include <string>
 
 namespace bloomgate::connectors {
-namespace {
-
-std::optional<std::string_view> view_of(const void* data, std::size_t size) {
-  if (data == nullptr) return std::nullopt;
-  return std::string_view(static_cast<const char*>(data), size);
-}
-
-}  // namespace
-
 ConsumedMessage::ConsumedMessage(MessageHandle message) : message_(std::move(message)) {}
 
 KafkaError ConsumedMessage::error() const {
@@ -57,12 +48,7 @@ TimestampType ConsumedMessage::timestamp_type() const noexcept {
   return TimestampType::kNotAvailable;
 }
 
-rd_kafka_headers_t* ConsumedMessage::native_headers() const noexcept {
-  // The headers belong to the message (parsed lazily on first use); they are not destroyed here.
-  rd_kafka_headers_t* headers = nullptr;
-  if (rd_kafka_message_headers(message_.get(), &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return nullptr;
-  return headers;
-}
+rd_kafka_headers_t* ConsumedMessage::native_headers() const noexcept { return native_headers_of(*message_); }
 
 HeadersHandle ConsumedMessage::detach_headers(std::size_t reserve) {
   rd_kafka_headers_t* headers = nullptr;
@@ -72,18 +58,20 @@ HeadersHandle ConsumedMessage::detach_headers(std::size_t reserve) {
   return HeadersHandle(rd_kafka_headers_new(reserve));
 }
 
-std::vector<HeaderView> ConsumedMessage::headers() const {
-  std::vector<HeaderView> result;
-  rd_kafka_headers_t* headers = native_headers();
-  if (headers == nullptr) return result;
-  result.reserve(rd_kafka_header_cnt(headers));
-  const char* name = nullptr;
-  const void* value = nullptr;
-  std::size_t size = 0;
-  for (std::size_t index = 0; rd_kafka_header_get_all(headers, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
-       ++index) {
-    result.push_back(HeaderView{name, view_of(value, size)});
+std::vector<HeaderView> ConsumedMessage::headers() const { return header_views(*message_); }
+
+rd_kafka_headers_t* native_headers_of(const rd_kafka_message_t& message) noexcept {
+  rd_kafka_headers_t* headers = nullptr;
+  // The non-const message is librdkafka's signature: it parses the headers once and keeps them with it.
+  if (rd_kafka_message_headers(const_cast<rd_kafka_message_t*>(&message), &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return nullptr;
   }
+  return headers;
+}
+
+std::vector<HeaderView> header_views(const rd_kafka_headers_t* headers) {
+  std::vector<HeaderView> result;
+  for_each_header(headers, [&](const HeaderView& header) { result.push_back(header); });
   return result;
 }
 

@@ -1,9 +1,11 @@
 // File: producer.cc
 #include "bloomgate/connectors/producer.h"
 
+#include "bloomgate/connectors/record_size.h"
 #include "client.h"
 
 #include <array>
+#include <cstdlib>
 #include <cstddef>
 #include <string>
 
@@ -39,11 +41,17 @@ rd_kafka_vu_t memory_argument(rd_kafka_vtype_t type, std::string_view bytes) {
   return argument;
 }
 
+std::int64_t configured_message_max_bytes(const KafkaConfig& config) {
+  const std::optional<std::string> value = config.get("message.max.bytes");
+  return value ? std::strtoll(value->c_str(), nullptr, 10) : kDefaultMessageMaxBytes;
+}
+
 }  // namespace
 
 Producer::Producer(const KafkaConfig& config, ProducerOptions options)
     : callbacks_(std::move(options.hooks), std::move(options.on_delivery)),
-      queue_full_timeout_(options.queue_full_timeout) {
+      queue_full_timeout_(options.queue_full_timeout),
+      message_max_bytes_(configured_message_max_bytes(config)) {
   ConfHandle conf = config.duplicate();
   detail::require_property(conf.get(), "enable.idempotence", "true");
   if (options.transactional_id) detail::require_property(conf.get(), "transactional.id", options.transactional_id->c_str());
@@ -65,6 +73,9 @@ void Producer::Callbacks::delivered(const rd_kafka_message_t& message) noexcept 
     report.partition = message.partition;
     report.offset = message.offset;
     report.opaque = message._private;
+    report.key = view_of(message.key, message.key_len);
+    report.value = view_of(message.payload, message.len);
+    report.message = &message;
     rd_kafka_timestamp_type_t type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
     const std::int64_t timestamp = rd_kafka_message_timestamp(&message, &type);
     if (type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE) report.timestamp_ms = timestamp;
@@ -77,10 +88,11 @@ void Producer::Callbacks::delivered(const rd_kafka_message_t& message) noexcept 
 }
 
 KafkaError Producer::produce(const std::string& topic, const OutgoingMessage& message) {
-  return produce(topic, message, message.headers.empty() ? HeadersHandle() : make_headers(message.headers));
+  HeadersHandle headers = message.headers.empty() ? HeadersHandle() : make_headers(message.headers);
+  return produce(topic, message, headers);
 }
 
-KafkaError Producer::produce(const std::string& topic, const OutgoingMessage& message, HeadersHandle headers) {
+KafkaError Producer::produce(const std::string& topic, const OutgoingMessage& message, HeadersHandle& headers) {
   KafkaError error = produce_once(topic, message, headers);
   if (error.code() != RD_KAFKA_RESP_ERR__QUEUE_FULL) return error;  // the common case reads no clock
   const Clock::time_point deadline = Clock::now() + queue_full_timeout_;

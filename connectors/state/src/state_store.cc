@@ -14,7 +14,6 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -26,6 +25,7 @@
 #include "bloomgate/connectors/state_environment.h"
 #include "bloomgate/filters/format.h"
 #include "state_layout.h"
+#include "state_quarantine.h"
 #include "state_reads.h"
 
 namespace bloomgate::connectors {
@@ -321,6 +321,7 @@ std::unique_ptr<StateStore> StateStore::open(const std::string& dir, const State
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   impl->db_options = database_options(options);
+  state_quarantine::finish_interrupted(dir);
   impl->db = open_database(impl->db_options, dir);
   return std::unique_ptr<StateStore>(new StateStore(std::move(impl)));
 }
@@ -359,22 +360,7 @@ std::string StateStore::quarantine(const std::string& dir) {
   if (!std::filesystem::is_directory(dir, error)) {
     throw StateStoreError(Kind::kInvalidArgument, "state store: cannot quarantine " + dir + ": not a directory");
   }
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  std::string base = dir;
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
-  base += std::string(".corrupt-") + stamp;
-  std::string free_target = base;  // a second quarantine within the same second gets "-1", "-2", ...
-  for (int n = 1; std::filesystem::exists(free_target, error); ++n) free_target = base + "-" + std::to_string(n);
-  std::filesystem::rename(dir, free_target, error);
-  if (error) {
-    throw StateStoreError(Kind::kIo,
-                          "state store: cannot move " + dir + " aside to " + free_target + ": " + error.message());
-  }
-  return free_target;
+  return state_quarantine::move_contents_aside(dir);
 }
 
 std::string StateStore::quarantine_and_reopen() {

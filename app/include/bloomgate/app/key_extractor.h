@@ -90,8 +90,9 @@ enum class RejectionReason {
   kValueTooLarge,      // the value is over max_value_bytes
   kMissingHeader,      // no header of the configured name, or it has a null value
   kMissingMessageKey,  // the record's key is null
+  kRecordTooLarge,     // the forwarded record would be larger than the output takes (output_router.h)
 };
-inline constexpr std::size_t kRejectionReasonCount = 8;  // for per-reason counters, indexed by the enum
+inline constexpr std::size_t kRejectionReasonCount = 9;  // for per-reason counters, indexed by the enum
 
 // Stable snake_case name for the dead-letter header `bloomgate.reason` and for metric labels. These
 // strings are an interface: never rename one.

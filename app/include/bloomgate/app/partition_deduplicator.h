@@ -58,7 +58,10 @@ class PartitionDeduplicator {
   static bool matches_settings(const filters::Filter& filter, const config::PipelineSettings& pipeline);
 
   // record_timestamp_ms: the record's timestamp in ms since the epoch, or -1 when it has none.
-  Verdict decide(const EventView& event, std::int64_t record_timestamp_ms);
+  // `unforwardable`: why the event could not be forwarded (a record too large for the output), or null.
+  // It makes a keyable event a dead letter before the filter is asked, so its key is not remembered; an
+  // event that cannot be keyed keeps its own reason.
+  Verdict decide(const EventView& event, std::int64_t record_timestamp_ms, const Rejection* unforwardable = nullptr);
 
   const filters::Filter& filter() const noexcept { return *filter_; }
   filters::Filter& filter() noexcept { return *filter_; }
@@ -69,6 +72,8 @@ class PartitionDeduplicator {
   const EventClockCounters& clock_counters() const noexcept { return clock_.counters(); }
 
  private:
+  Verdict reject(Rejection rejection, std::int64_t record_timestamp_ms);
+
   KeyExtractor extractor_;
   EventClock clock_;
   std::unique_ptr<filters::Filter> filter_;

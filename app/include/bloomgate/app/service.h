@@ -16,8 +16,15 @@
 // Source header (an interface: never rename it; source_header.h):
 //   bloomgate.source = "<topic>/<partition>/<offset>"   (decimal text, e.g. "orders/3/1042")
 // Dead-letter headers, in addition:
-//   bloomgate.pipeline, bloomgate.reason (reason_name(): missing_field, malformed_json, ...),
-//   bloomgate.error (for humans; never contains the key)
+//   bloomgate.pipeline, bloomgate.reason (reason_name(): missing_field, malformed_json, ...,
+//   record_too_large), bloomgate.error (for humans; never contains the key)
+// Record sizes (app/src/output_router.h): an event whose forwarded form is larger than the output takes
+// (the producer's message.max.bytes, the topic's max.message.bytes where the broker says it) is a dead
+// letter, record_too_large; a dead letter (or duplicate) too large for its topic is written cut to fit:
+// its headers (bloomgate.headers_dropped counts those left out), its key (bloomgate.key_dropped: the size
+// of one left out) and a prefix of its value (bloomgate.value_truncated: the whole value's size). A
+// record the broker refuses as too large all the same is dead-lettered cut to fit. No record stops the
+// service for its size, unless its pipeline has no dead-letter topic.
 //
 // Offsets and durable state (flush, checkpoint, then commit; docs/state.md): every
 // state.checkpoint_interval, on revocation and at shutdown the producer is flushed; then, for each
@@ -86,6 +93,10 @@ namespace headers {
 inline constexpr const char* kPipeline = "bloomgate.pipeline";
 inline constexpr const char* kReason = "bloomgate.reason";
 inline constexpr const char* kError = "bloomgate.error";
+// A record cut to fit its topic (a dead letter, or a duplicate): what was left out.
+inline constexpr const char* kValueTruncated = "bloomgate.value_truncated";  // the whole value's size
+inline constexpr const char* kKeyDropped = "bloomgate.key_dropped";          // the dropped key's size
+inline constexpr const char* kHeadersDropped = "bloomgate.headers_dropped";  // how many headers were left out
 }  // namespace headers
 
 // Observations per bucket, as Prometheus histograms want them (it accumulates the counts): counts[i] holds

@@ -2,7 +2,8 @@
 //
 // Cluster questions the service asks at start-up and on assignment: how many partitions a topic has, a
 // partition's low/high watermarks (the output tail to reconcile; "is this partition empty"), the offset
-// of a point in time and a topic's retention (rebuilding a filter from the input history).
+// of a point in time, a topic's retention (rebuilding a filter from the input history) and its largest
+// record batch (max.message.bytes: what an output may be sent).
 // Uses its own lightweight client handle, which never auto-creates topics by asking about them.
 //
 // Ownership: owns its rd_kafka_t. Thread-safety: every method may be called from any thread.
@@ -31,15 +32,16 @@ struct Watermarks {
 [[nodiscard]] KafkaResult<int> fetch_partition_count(rd_kafka_t* handle, const std::string& topic,
                                                      std::chrono::milliseconds timeout);
 
-// An outstanding DescribeConfigs question. Destroying it abandons the question.
-class RetentionQuery {
+// An outstanding DescribeConfigs question about one numeric topic config. Destroying it abandons it.
+class TopicConfigQuery {
  public:
-  explicit RetentionQuery(QueueHandle queue) : queue_(std::move(queue)) {}
-  // Nothing while no answer has arrived; then, once, retention.ms per topic, or the error.
+  TopicConfigQuery(QueueHandle queue, std::string name) : queue_(std::move(queue)), name_(std::move(name)) {}
+  // Nothing while no answer has arrived; then, once, the config's value per topic, or the error.
   [[nodiscard]] std::optional<KafkaResult<std::map<std::string, std::int64_t>>> poll();
 
  private:
   QueueHandle queue_;
+  std::string name_;
 };
 
 class Admin {
@@ -64,9 +66,10 @@ class Admin {
                                                           std::int64_t timestamp_ms,
                                                           std::chrono::milliseconds timeout) const;
 
-  // Asks the topics' retention.ms (DescribeConfigs; -1 means unlimited) without waiting for the answer:
-  // the embedded broker never answers DescribeConfigs, and start-up must not wait on it.
-  [[nodiscard]] RetentionQuery ask_retention(const std::vector<std::string>& topics) const;
+  // Asks a numeric config of the topics (DescribeConfigs: retention.ms, where -1 means unlimited;
+  // max.message.bytes) without waiting for the answer: the embedded broker never answers DescribeConfigs,
+  // and start-up must not wait on it.
+  [[nodiscard]] TopicConfigQuery ask_topic_config(const std::vector<std::string>& topics, const std::string& name) const;
 
   // Creates a topic (CreateTopics) with topic-level `configs` (cleanup.policy, retention.ms, ...) and waits
   // until the broker answers Metadata for it, at most about `timeout` for each of the two. TOPIC_ALREADY_EXISTS

@@ -15,6 +15,7 @@
 #include "bloomgate/connectors/header_view.h"
 #include "bloomgate/connectors/kafka_error.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -58,5 +59,28 @@ class ConsumedMessage {
 
   MessageHandle message_;
 };
+
+// The headers of any native message (consumed, or produced and in its delivery report); null when it has
+// none. librdkafka parses them once and keeps them with the message.
+[[nodiscard]] rd_kafka_headers_t* native_headers_of(const rd_kafka_message_t& message) noexcept;
+
+// Calls use(HeaderView) for each header, in order, without copying; the views are valid while the
+// headers are.
+template <typename Use>
+void for_each_header(const rd_kafka_headers_t* headers, Use&& use) {
+  if (headers == nullptr) return;
+  const char* name = nullptr;
+  const void* value = nullptr;
+  std::size_t size = 0;
+  for (std::size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
+    use(HeaderView{name, view_of(value, size)});
+  }
+}
+
+// The headers (of a native message, or built ones), in order, as views valid while they are.
+[[nodiscard]] std::vector<HeaderView> header_views(const rd_kafka_headers_t* headers);
+[[nodiscard]] inline std::vector<HeaderView> header_views(const rd_kafka_message_t& message) {
+  return header_views(native_headers_of(message));
+}
 
 }  // namespace bloomgate::connectors

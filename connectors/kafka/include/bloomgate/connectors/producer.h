@@ -49,6 +49,11 @@ struct DeliveryReport {
   std::optional<std::int64_t> timestamp_ms;
   KafkaError error;
   void* opaque = nullptr;  // as given to produce()
+  // What was produced, valid during the callback only: for a record refused as too large, what to write
+  // instead. `message` is the native one (headers_wire_size(), rd_kafka_message_headers()).
+  std::optional<std::string_view> key;
+  std::optional<std::string_view> value;
+  const rd_kafka_message_t* message = nullptr;
 };
 using DeliveryFunction = std::function<void(const DeliveryReport& report)>;
 
@@ -82,9 +87,9 @@ class Producer {
   // enqueued and no delivery report will come for it.
   [[nodiscard]] KafkaError produce(const std::string& topic, const OutgoingMessage& message);
   // The same with headers already built (message.headers must be empty): librdkafka takes them as they
-  // are instead of a copy of each header. They are gone either way: produced with the message, or
-  // destroyed with the error.
-  [[nodiscard]] KafkaError produce(const std::string& topic, const OutgoingMessage& message, HeadersHandle headers);
+  // are instead of a copy of each header. Produced, they go with the message (`headers` is left empty);
+  // refused, they stay in `headers` for the caller (to write the record another way).
+  [[nodiscard]] KafkaError produce(const std::string& topic, const OutgoingMessage& message, HeadersHandle& headers);
 
   // Serves delivery reports and errors; returns how many events were served.
   int poll(std::chrono::milliseconds timeout);
@@ -105,6 +110,10 @@ class Producer {
 
   // Messages (and requests) enqueued but not yet delivered or failed.
   [[nodiscard]] int outq_len() const;
+
+  // The producer's effective message.max.bytes: produce() refuses a record whose record_wire_size()
+  // (record_size.h) is over it.
+  [[nodiscard]] std::int64_t message_max_bytes() const noexcept { return message_max_bytes_; }
 
   // Exceptions thrown by on_delivery / on_log / on_error and caught.
   [[nodiscard]] std::uint64_t callback_exceptions() const noexcept { return callbacks_.exceptions_caught(); }
@@ -129,6 +138,7 @@ class Producer {
 
   Callbacks callbacks_;  // declared before handle_: outlives it
   std::chrono::milliseconds queue_full_timeout_;
+  std::int64_t message_max_bytes_;
   KafkaHandle handle_;
 };
 

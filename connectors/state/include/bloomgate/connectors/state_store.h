@@ -164,7 +164,8 @@ struct StateStoreOptions {
 
 class StateStore {
  public:
-  // Opens the database in `dir`, creating it (and `dir`, one level) if missing. Throws StateStoreError:
+  // Opens the database in `dir`, creating it (and `dir`, one level) if missing; a quarantine a crash
+  // interrupted is finished first (quarantine()). Throws StateStoreError:
   // kLocked when another StateStore holds the directory, kCorrupt when the database does not verify,
   // kIo otherwise.
   static std::unique_ptr<StateStore> open(const std::string& dir, const StateStoreOptions& options = {});
@@ -247,13 +248,15 @@ class StateStore {
   // Throws kCorrupt when a checkpoint record is damaged.
   std::vector<PartitionCheckpoint> list() const;
 
-  // Moves a state directory that is not open aside, to "<dir>.corrupt-<UTC time>", and returns the new
-  // path; open(dir) then starts empty. Throws kIo when the rename fails, kInvalidArgument when there is
-  // no such directory.
+  // Sets the contents of a state directory that is not open aside, into "<dir>/quarantine-<UTC time>"
+  // (never renaming `dir` itself, which may be a mount point; the newest 3 quarantines are kept, older ones
+  // removed; src/state_quarantine.h has the steps and what a crash between them leaves), and returns that
+  // folder's path; open(dir) then starts empty. Throws kIo when a move fails, kInvalidArgument when there
+  // is no such directory.
   static std::string quarantine(const std::string& dir);
 
   // The quarantine of an open store, for every thread using it at once: waits for the calls in progress,
-  // closes the database, moves the directory aside (as quarantine(dir)) and opens an empty database in its
+  // closes the database, moves the directory's contents aside (as quarantine(dir)) and opens an empty database in its
   // place, which every later call uses. Returns where the damaged directory went. Throws as quarantine() and
   // open(). Every call counts in quarantines().
   std::string quarantine_and_reopen();
