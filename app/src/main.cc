@@ -86,6 +86,10 @@ int run_filter(FilterCommandOptions& options, const std::string& type_name) {
   const auto result = bloomgate::app::run_filter_command(options, std::cin, std::cout, std::cerr, [] {
     return std::chrono::time_point_cast<filters::Duration>(std::chrono::system_clock::now());
   });
+  if (!result.io_error.empty()) {
+    std::cerr << "bloomgate filter: " << result.io_error << '\n';
+    return bloomgate::app::kExitIoError;
+  }
   return result.malformed == 0 ? bloomgate::app::kExitOk : bloomgate::app::kExitMalformedLines;
 }
 

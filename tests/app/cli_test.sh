@@ -50,6 +50,16 @@ check "too few fields is reported" "line 1: has 2 fields, --fields needs 3, skip
 err=$("$bin" filter --delimiter ab </dev/null 2>&1); check "--delimiter of two characters refused" 2 $?
 check "--delimiter message" '--delimiter: expected one character, \t or tab, found "ab"' "$(head -1 <<<"$err")"
 
+# Read and write errors end the command with a message and exit 3, as uniq ends with one (exit 1): the
+# output is incomplete. /dev/full fails every write with ENOSPC, as a full disk does.
+err=$(seq 1 100000 | "$bin" filter 2>&1 >/dev/full); check "a write error exits 3" 3 $?
+check "a write error is explained" "bloomgate filter: cannot write the output: No space left on device" "$err"
+# A file that cannot grow (a full disk; here the file size limit, with SIGXFSZ ignored so write(2) fails).
+err=$(trap '' XFSZ; ulimit -f 16; seq 1 100000 | "$bin" filter 2>&1 >/tmp/bloomgate-cli-big.$$); check "a file that cannot grow exits 3" 3 $?
+check "a file that cannot grow is explained" "bloomgate filter: cannot write the output: File too large" "$err"
+err=$("$bin" filter 2>&1 </ >/dev/null); check "stdin that is a directory exits 3" 3 $?
+check "a read error is explained" "bloomgate filter: cannot read the input: Is a directory" "$err"
+
 here=$(cd "$(dirname "$0")" && pwd)
 example="$here/../../config/examples/bloomgate.yaml"
 out=$("$bin" validate --config "$example"); check "validate accepts the example" 0 $?
@@ -71,6 +81,6 @@ check "a bad query switch explained" 'bloomgate: BLOOMGATE_FILTER_VECTOR_QUERY="
 err=$(BLOOMGATE_FILTER_VECTOR_QUERY=fast timeout 20 "$bin" run --config "$example" 2>&1); check "run refuses a bad query switch" 2 $?
 check "run explains a bad query switch" 'bloomgate: BLOOMGATE_FILTER_VECTOR_QUERY="fast": expected auto or off' "$err"
 
-rm -f /tmp/bloomgate-cli-err.$$ /tmp/bloomgate-cli-bad.$$.yaml
+rm -f /tmp/bloomgate-cli-err.$$ /tmp/bloomgate-cli-bad.$$.yaml /tmp/bloomgate-cli-big.$$
 echo "cli checks: $((checks - failures)) of $checks passed"
 exit $((failures > 0))
