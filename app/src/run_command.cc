@@ -8,6 +8,7 @@
 #include "bloomgate/app/build_info.h"
 #include "bloomgate/app/filter_command.h"
 #include "bloomgate/app/logging.h"
+#include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/app/service.h"
 #include "bloomgate/app/service_metrics.h"
 #include "bloomgate/app/service_workers.h"
@@ -52,7 +53,7 @@ int run_service_command(const RunCommandOptions& options) {
   }
   config::Config config;
   try {
-    config = config::load_config(options.config_path);
+    config = config::load_config(options.config_path, config::SecretSources::from_process(), filter_problem);
   } catch (const config::ConfigError& e) {
     std::cerr << "bloomgate: invalid configuration: " << e.what() << '\n';
     return kExitUsage;
@@ -77,8 +78,9 @@ int run_service_command(const RunCommandOptions& options) {
                  endpoints.address(), allocator_name(), filters::describe_vector_query());
     const RunResult result = workers.run();
     const ServiceSnapshot totals = workers.snapshot();
-    spdlog::info("stopped: consumed {}, forwarded {}, duplicates {}, dead-lettered {}", totals.consumed,
-                 totals.forwarded, totals.duplicates, totals.dead_lettered);
+    const std::string signal = StopSignals::received_name();
+    spdlog::info("stopped: consumed {}, forwarded {}, duplicates {}, dead-lettered {}{}", totals.consumed,
+                 totals.forwarded, totals.duplicates, totals.dead_lettered, signal.empty() ? "" : "; on " + signal);
     return result.exit_code;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

@@ -24,7 +24,7 @@ err=$("$bin" filter --ttl 10 </dev/null 2>&1); code=$?
 check "bad duration exits 2" 2 "$code"
 check "bad duration explained" '--ttl: "10" has no unit: write ms, s, m, h or d, like 10s' "$(head -1 <<<"$err")"
 err=$("$bin" filter --error-rate 0 </dev/null 2>&1); check "error rate 0 refused" 2 $?
-check "error rate message" "bloomgate filter: error_rate must be in (0, 1), got 0.000000" "$err"
+check "error rate message" "bloomgate filter: --error-rate: must be in (0, 1), got 0.000000" "$err"
 err=$("$bin" filter --type nope </dev/null 2>&1); check "unknown type refused" 2 $?
 
 stats=$(printf 'a\nb\na\n' | "$bin" filter --stats 2>&1 >/dev/null)
@@ -46,7 +46,22 @@ out=$(printf 't1\tx\te1\nt1\ty\te1\nt2\tx\te1\n' | "$bin" filter --fields 1,3); 
 out=$(printf 'a,1\nb,1\na,2\n' | "$bin" filter --fields 2 --delimiter ,); check "--delimiter , reads CSV" $'a,1\na,2' "$out"
 err=$(printf 'a,b\n' | "$bin" filter --fields 3 --delimiter , 2>&1 >/dev/null); check "too few fields exits 1" 1 $?
 check "too few fields is reported" "line 1: has 2 fields, --fields needs 3, skipped" "$err"
-"$bin" filter --fields 0 </dev/null >/dev/null 2>&1; check "--fields 0 refused" 2 $?
+err=$("$bin" filter --fields 0 </dev/null 2>&1); check "--fields 0 refused" 2 $?
+check "--fields 0 explained" '--fields: "0" is not a field number: fields are numbered from 1' "$(head -1 <<<"$err")"
+err=$("$bin" filter --ttl 0 </dev/null 2>&1); check "--ttl 0 refused" 2 $?
+check "--ttl 0 suggests a duration that works" '--ttl: "0" has no unit: write ms, s, m, h or d, like 90s' "$(head -1 <<<"$err")"
+err=$("$bin" nope 2>&1); check "an unknown command exits 2" 2 $?
+check "an unknown command is named" 'bloomgate: "nope" is not a command; the commands are filter, validate, run, demo, inspect (bloomgate --help, or bloomgate COMMAND --help)' "$err"
+
+# Sizes: a count is 1 or more, and a filter may take at most 16 GiB when it is made (filters/options.h).
+for expected in -5 0 12x; do
+  err=$("$bin" filter --expected "$expected" </dev/null 2>&1); check "--expected $expected refused" 2 $?
+  check "--expected $expected explained" "--expected: \"$expected\" is not a count of keys: expected a whole number from 1 to 18446744073709551615" "$(head -1 <<<"$err")"
+done
+err=$("$bin" filter --expected 18446744073709551615 </dev/null 2>&1); check "--expected 2^64-1 refused" 2 $?
+check "--expected 2^64-1 says the memory it needs" "bloomgate filter: --expected: 18446744073709551615 keys need 89 GiB of filter memory (time_limited, error_rate 0.001, level 5: 89 slices), more than the 16 GiB a filter may take" "$err"
+err=$("$bin" filter --type bloom --expected 18446744073709551615 </dev/null 2>&1); check "a bloom filter too large is refused" 2 $?
+check "a bloom filter too large is explained" "bloomgate filter: bloom filter: expected_per_ttl and error_rate need more than 2^37 bits or 64 probes" "$err"
 err=$("$bin" filter --delimiter ab </dev/null 2>&1); check "--delimiter of two characters refused" 2 $?
 check "--delimiter message" '--delimiter: expected one character, \t or tab, found "ab"' "$(head -1 <<<"$err")"
 
@@ -67,6 +82,12 @@ check "validate prints the effective ttl" "    ttl: 10m" "$(grep -m1 'ttl:' <<<"
 printf 'kafka: {brokers: k:9092}\npipelines: []\n' >/tmp/bloomgate-cli-bad.$$.yaml
 err=$("$bin" validate --config /tmp/bloomgate-cli-bad.$$.yaml 2>&1); check "validate refuses a bad file" 2 $?
 check "validate names the line" "bloomgate: invalid configuration: /tmp/bloomgate-cli-bad.$$.yaml:2:12: pipelines: expected a list of at least one pipeline" "$err"
+# What the filters refuse stops validate and run alike, with exit 2 and the key's line and column.
+printf 'kafka: {brokers: k:9092}\npipelines:\n  - {name: a, input: [x], output: y, key: {from: value}, ttl: 1m, filter: {error_rate: 1e-300}}\n' >/tmp/bloomgate-cli-bad.$$.yaml
+for command in validate run; do
+  err=$("$bin" $command --config /tmp/bloomgate-cli-bad.$$.yaml 2>&1); check "$command refuses error_rate 1e-300" 2 $?
+  check "$command names where error_rate 1e-300 is" "bloomgate: invalid configuration: /tmp/bloomgate-cli-bad.$$.yaml:3:88: pipelines[0].filter.error_rate: below 1e-12 is not supported, got 1e-300" "$err"
+done
 secret=$(KAFKA_PASSWORD=hunter2 "$bin" validate --config <(printf 'kafka:\n  brokers: k:9092\n  properties: {sasl.password: "${env:KAFKA_PASSWORD}"}\npipelines:\n  - {name: a, input: [x], output: y, key: {from: value}, ttl: 1m}\n'))
 check "validate never prints a secret" 0 "$(grep -c hunter2 <<<"$secret")"
 check "validate shows where a secret comes from" '    sasl.password: ${env:KAFKA_PASSWORD}' "$(grep sasl.password <<<"$secret")"

@@ -193,7 +193,8 @@ TEST(MetricsServer, PortInUseThrowsNamingTheAddress) {
 
 TEST(MetricsServer, MalformedListenAddressesAreRejected) {
   for (const char* listen : {"", "9464", "127.0.0.1", ":9464", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:80s",
-                             "127.0.0.1:1,127.0.0.1:2", "::1:9464", "[::1", "[]:9464", "[::1]9464"}) {
+                             "127.0.0.1:1,127.0.0.1:2", "::1:9464", "[::1", "[]:9464", "[::1]9464",
+                             "999.1.1.1:9464", "1.2.3:9464", "256.0.0.1:9464"}) {
     MetricsServerOptions options;
     options.listen = listen;
     EXPECT_THROW(MetricsServer(std::make_shared<prometheus::Registry>(), options), std::invalid_argument) << listen;

@@ -5,7 +5,9 @@
 #include <prometheus/gauge.h>
 #include <prometheus/text_serializer.h>
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -70,6 +72,12 @@ ListenAddress parse_listen(const std::string& listen) {
     address.host = listen.substr(0, colon);
     if (address.host.find(':') != std::string::npos) throw invalid("has an IPv6 address without brackets");
     if (address.host.find_first_of(", \t[]") != std::string::npos) throw invalid("has an invalid host");
+    // Digits and dots are an IPv4 address, which civetweb would read modulo 256 ("999.1.1.1" binds 231.1.1.1).
+    in_addr ipv4{};
+    if (address.host.find_first_not_of("0123456789.") == std::string::npos &&
+        ::inet_pton(AF_INET, address.host.c_str(), &ipv4) != 1) {
+      throw invalid("has an invalid IPv4 address");
+    }
     port_text = std::string_view(listen).substr(colon + 1);
   }
   unsigned port = 0;
