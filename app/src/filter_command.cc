@@ -131,6 +131,43 @@ std::string json_number(double v) {
   return buf;
 }
 
+std::string two_digits(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", v);
+  return buf;
+}
+
+// Warns once, on the error stream, when the filter's estimated false-positive rate is kFprWarningFactor
+// times its target or more: a filter that does not adapt (bloom, spectral, age_partitioned by count) sized
+// for fewer keys than it is given reports ever more new keys as seen. Checked at 1024 lines, then at every
+// doubling, and at the end, so the checks cost a logarithmic number of stats() calls.
+class OverfillWarning {
+ public:
+  static constexpr double kFprWarningFactor = 4;
+
+  void after_line(std::uint64_t lines, const filters::Filter& filter, filters::TimePoint now, std::ostream& err) {
+    if (lines < next_check_) return;
+    next_check_ = lines * 2;
+    check(lines, filter, now, err);
+  }
+
+  void check(std::uint64_t lines, const filters::Filter& filter, filters::TimePoint now, std::ostream& err) {
+    if (warned_) return;
+    const filters::FilterStats stats = filter.stats(now);
+    if (!(stats.estimated_fpr >= kFprWarningFactor * stats.target_fpr)) return;
+    warned_ = true;
+    err << "bloomgate filter: warning: the " << filters::filter_type_name(stats.type)
+        << " filter's estimated false-positive rate is " << two_digits(stats.estimated_fpr) << ", "
+        << two_digits(stats.estimated_fpr / stats.target_fpr) << " times the target " << two_digits(stats.target_fpr)
+        << " at line " << lines << ": it holds more keys (" << stats.elements
+        << ") than it was sized for, and reports new keys as seen; raise --expected\n";
+  }
+
+ private:
+  std::uint64_t next_check_ = 1024;
+  bool warned_ = false;
+};
+
 }  // namespace
 
 FilterCommandResult run_filter_command(const FilterCommandOptions& options, std::istream& in, std::ostream& out,
@@ -140,6 +177,7 @@ FilterCommandResult run_filter_command(const FilterCommandOptions& options, std:
   std::string line;
   filters::TimePoint last_time{};
   FieldKey field_key(options);
+  OverfillWarning overfill;
   while ((errno = 0, std::getline(in, line))) {
     // `in` may be tied to `out` (std::cin is to std::cout, so output shows before each read waits): the
     // read can be what failed to write.
@@ -164,8 +202,10 @@ FilterCommandResult run_filter_command(const FilterCommandOptions& options, std:
       out << line << '\n';
       if (!out) break;
     }
+    overfill.after_line(result.lines, *filter, last_time, err);
   }
   result.io_error = stream_failure(in, out);
+  overfill.check(result.lines, *filter, last_time, err);
   if (options.stats) err << stats_json(filter->stats(last_time), result) << '\n';
   return result;
 }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <iostream>
 #include <set>
 
@@ -44,6 +45,21 @@ std::unique_ptr<connectors::EmbeddedBroker> start_embedded_kafka(const config::C
   return broker;
 }
 
+namespace {
+
+// state.dir as the service opens it: a relative one is relative to the working directory of the process.
+void log_state_directory(const std::string& dir) {
+  const std::filesystem::path path(dir);
+  if (path.is_absolute()) {
+    spdlog::info("state directory {}", dir);
+  } else {
+    spdlog::info("state directory {} (state.dir \"{}\", relative to the working directory)",
+                 std::filesystem::absolute(path).lexically_normal().string(), dir);
+  }
+}
+
+}  // namespace
+
 int run_service_command(const RunCommandOptions& options) {
   try {
     configure_logging(options.log_level);
@@ -66,7 +82,11 @@ int run_service_command(const RunCommandOptions& options) {
     if (brokers == config::kEmbeddedBrokers) {
       embedded = start_embedded_kafka(config, hooks);
       brokers = embedded->bootstrap_servers();
+      // On stdout too, where nothing else is written: a port chosen at start is what a user needs first.
+      std::cout << "bloomgate: embedded Kafka broker at " << brokers << " for as long as this process runs; "
+                << "connect with kcat -b " << brokers << " -L" << std::endl;
     }
+    log_state_directory(config.state.dir);
     ServiceOptions service_options;
     service_options.bootstrap_servers = brokers;
     service_options.stop = &signals.requested();

@@ -94,6 +94,20 @@ check "validate shows where a secret comes from" '    sasl.password: ${env:KAFKA
 parts=$("$bin" validate --config <(printf 'kafka: {brokers: k:9092}\npipelines:\n  - name: a\n    input: x\n    output: y\n    ttl: 1m\n    key:\n      parts:\n        - {from: json, pointer: /tenant, lowercase: true}\n        - {from: header, name: region}\n'))
 check "validate prints the key parts" $'    key:\n      parts:\n        - {from: json, pointer: /tenant, lowercase: true}\n        - {from: header, name: region}\n      empty_is_error: true' "$(grep -A4 '^    key:' <<<"$parts")"
 
+# The embedded broker's address on stdout, and a relative state.dir logged as the absolute path it is.
+work=$(mktemp -d)
+printf 'kafka: {brokers: embedded}\nstate: {dir: rel-state}\nmetrics: {listen: "127.0.0.1:0"}\npipelines:\n  - {name: a, input: [x], output: y, key: {from: value}, ttl: 1m}\n' >"$work/embedded.yaml"
+bin_path=$(realpath "$bin")
+(cd "$work" && timeout -s TERM 5 "$bin_path" run --config embedded.yaml >stdout 2>stderr)
+check "run on the embedded broker prints its address" 1 "$(grep -c '^bloomgate: embedded Kafka broker at 127.0.0.1:[0-9]* for as long as this process runs; connect with kcat -b 127.0.0.1:[0-9]* -L$' "$work/stdout")"
+check "run logs the absolute state directory" 1 "$(grep -c "state directory $work/rel-state (state.dir \"rel-state\", relative to the working directory)" "$work/stderr")"
+rm -rf "$work"
+
+# A demo of a few events finishes between two of its 200 ms snapshots: its throughput is still measured.
+out=$("$bin" demo --events 2000 --metrics-listen 127.0.0.1:0 2>/dev/null); check "a short demo is correct" 0 $?
+check "a short demo prints the broker's address" 1 "$(grep -c '^embedded Kafka broker at 127.0.0.1:' <<<"$out")"
+check "a short demo's throughput is not 0" "" "$(grep '^  throughput ' <<<"$out" | awk '$2 == "0"')"
+
 # BLOOMGATE_FILTER_VECTOR_QUERY (filters/vector_query.h): off gives the same answers; a bad value stops every
 # subcommand before it starts, the service before it reaches any broker.
 out=$(printf 'a\nb\na\n' | BLOOMGATE_FILTER_VECTOR_QUERY=off "$bin" filter); check "the scalar query forwards new keys" $'a\nb' "$out"

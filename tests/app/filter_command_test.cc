@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <sstream>
 #include <streambuf>
@@ -162,6 +163,30 @@ TEST(FilterCommandErrors, AFailedReadStopsTheCommandWithTheSystemsReason) {
 
 TEST(FilterCommandErrors, CleanStreamsReportNoError) {
   EXPECT_EQ(run("a\nb\n", options_with(std::chrono::seconds(90), false)).result.io_error, "");
+}
+
+// A bloom filter sized for 100 keys and given 20,000 distinct ones reports most of them as seen; the
+// command says so once, and says what to change.
+TEST(FilterCommand, AnOverfilledFilterIsWarnedAboutOnce) {
+  FilterCommandOptions o = options_with(std::chrono::seconds(90), false);
+  o.filter.type = filters::FilterType::kBloom;
+  o.filter.expected_per_ttl = 100;
+  std::string input;
+  for (int i = 0; i < 20'000; ++i) input += "key-" + std::to_string(i) + "\n";
+  const CommandOutput r = run(input, o);
+  EXPECT_GT(r.result.duplicates, 5'000U) << "distinct keys reported as seen";
+  EXPECT_EQ(r.err.find("bloomgate filter: warning: the bloom filter's estimated false-positive rate is "), 0U) << r.err;
+  EXPECT_NE(r.err.find("raise --expected\n"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(FilterCommand, AFilterWithinItsSizeIsNotWarnedAbout) {
+  FilterCommandOptions o = options_with(std::chrono::seconds(90), false);
+  o.filter.type = filters::FilterType::kBloom;
+  o.filter.expected_per_ttl = 20'000;
+  std::string input;
+  for (int i = 0; i < 20'000; ++i) input += "key-" + std::to_string(i) + "\n";
+  EXPECT_EQ(run(input, o).err, "");
 }
 
 FilterCommandOptions keyed_by_fields(std::vector<std::size_t> fields, char delimiter = '\t') {
