@@ -103,6 +103,17 @@ check "run on the embedded broker prints its address" 1 "$(grep -c '^bloomgate: 
 check "run logs the absolute state directory" 1 "$(grep -c "state directory $work/rel-state (state.dir \"rel-state\", relative to the working directory)" "$work/stderr")"
 rm -rf "$work"
 
+# A filter that cannot be allocated (6.06 GiB under a 3 GB address-space limit) stops run with exit 1 and a
+# message naming the pipeline, the memory and the key, not a bare std::bad_alloc. Not under a sanitizer,
+# whose shadow memory needs more address space than the limit.
+if ! grep -q __asan_init "$bin_path" && ! grep -q __tsan_init "$bin_path"; then
+  work=$(mktemp -d)
+  printf 'kafka: {brokers: embedded, embedded_partitions: 1}\nworkers: 1\nstate: {dir: st}\nmetrics: {listen: "127.0.0.1:0"}\npipelines:\n  - {name: big, input: [x], output: y, key: {from: value}, ttl: 1m, filter: {expected_per_ttl: 2000000000}}\n' >"$work/big.yaml"
+  (cd "$work" && ulimit -v 3000000 && timeout 60 "$bin_path" run --config big.yaml >stdout 2>stderr); check "a filter too large for the memory exits 1" 1 $?
+  check "a filter too large for the memory is explained" 1 "$(grep -c "pipeline big: cannot allocate a partition's filter of 6.06 GiB for filter.expected_per_ttl 2000000000: lower it, or give the process more memory" "$work/stderr")"
+  rm -rf "$work"
+fi
+
 # A demo of a few events finishes between two of its 200 ms snapshots: its throughput is still measured.
 out=$("$bin" demo --events 2000 --metrics-listen 127.0.0.1:0 2>/dev/null); check "a short demo is correct" 0 $?
 check "a short demo prints the broker's address" 1 "$(grep -c '^embedded Kafka broker at 127.0.0.1:' <<<"$out")"
