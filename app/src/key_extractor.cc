@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "json_big_numbers.h"
+
 namespace bloomgate::app {
 namespace {
 
@@ -91,12 +93,34 @@ std::string_view reason_name(RejectionReason reason) noexcept {
 // with the SIMDJSON_PADDING bytes that simdjson may read past the end; both grow to the largest value seen
 // and are then reused, so a steady stream of events costs no allocation for parsing. `document` is the
 // current event's value once a JSON part has parsed it, so several JSON parts of one event share one parse.
+// A document with numbers the DOM parser cannot hold is parsed with those neutralized (json_big_numbers.h),
+// `big_numbers` set, and `padded_value` then holds the original again for number_key().
 struct KeyExtractor::JsonParser {
   simdjson::dom::parser parser;
   std::vector<char> padded_value;
   simdjson::dom::element document;
   bool parsed = false;  // reset by every extract()
+  bool big_numbers = false;
+  std::unique_ptr<detail::JsonBigNumbers> big_number_parsers;  // made by the first document that needs them
+
+  simdjson::error_code parse(std::string_view value);
 };
+
+simdjson::error_code KeyExtractor::JsonParser::parse(std::string_view value) {
+  if (padded_value.size() < value.size() + simdjson::SIMDJSON_PADDING) {
+    padded_value.resize(value.size() + simdjson::SIMDJSON_PADDING);
+  }
+  std::memcpy(padded_value.data(), value.data(), value.size());
+  big_numbers = false;
+  simdjson::error_code error = parser.parse(padded_value.data(), value.size(), false).get(document);
+  if (error != simdjson::NUMBER_ERROR) return error;
+  if (!big_number_parsers) big_number_parsers = std::make_unique<detail::JsonBigNumbers>();
+  if (!big_number_parsers->neutralize_big_numbers(padded_value.data(), value.size())) return error;
+  error = parser.parse(padded_value.data(), value.size(), false).get(document);
+  std::memcpy(padded_value.data(), value.data(), value.size());  // the DOM copied what it keeps
+  big_numbers = error == simdjson::SUCCESS;
+  return error;
+}
 
 KeyExtractor::KeyExtractor(const config::KeySettings& settings, std::uint64_t max_key_bytes,
                            std::uint64_t max_value_bytes)
@@ -205,10 +229,7 @@ std::optional<Rejection> KeyExtractor::read_json_field(const config::KeyPart& pa
                                                        std::string_view& bytes) {
   if (value.empty()) return Rejection{RejectionReason::kMalformedJson, "the value is empty, which is not JSON"};
   if (!json_->parsed) {
-    std::vector<char>& buffer = json_->padded_value;
-    if (buffer.size() < value.size() + simdjson::SIMDJSON_PADDING) buffer.resize(value.size() + simdjson::SIMDJSON_PADDING);
-    std::memcpy(buffer.data(), value.data(), value.size());
-    if (const auto error = json_->parser.parse(buffer.data(), value.size(), false).get(json_->document)) {
+    if (const auto error = json_->parse(value)) {
       return Rejection{RejectionReason::kMalformedJson,
                        std::string("the value is not valid JSON: ") + simdjson::error_message(error)};
     }
@@ -228,6 +249,15 @@ std::optional<Rejection> KeyExtractor::read_json_field(const config::KeyPart& pa
     case simdjson::dom::element_type::INT64:
     case simdjson::dom::element_type::UINT64:
     case simdjson::dom::element_type::DOUBLE:
+      // With big numbers neutralized, this one may be one of them: its text comes from the original.
+      if (json_->big_numbers) {
+        if (!json_->big_number_parsers->number_key(json_->padded_value.data(), value.size(), part.pointer, rendered_)) {
+          return Rejection{RejectionReason::kMalformedJson, "the number at JSON pointer " + part.pointer + " cannot be read"};
+        }
+        bytes = rendered_;
+        return std::nullopt;
+      }
+      [[fallthrough]];
     case simdjson::dom::element_type::BOOL:
       rendered_ = simdjson::to_string(field);
       bytes = rendered_;

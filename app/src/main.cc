@@ -1,13 +1,17 @@
 // The bloomgate command line: one binary, one subcommand per job.
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cstdint>
 #include <iostream>
+#include <limits>
 #include <stdexcept>
 
 #include "bloomgate/app/build_info.h"
 #include "bloomgate/app/demo_command.h"
 #include "bloomgate/app/filter_command.h"
 #include "bloomgate/app/inspect_command.h"
+#include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/app/run_command.h"
 #include "bloomgate/config/config.h"
 #include "bloomgate/config/duration.h"
@@ -31,6 +35,31 @@ void add_duration_option(CLI::App& cmd, const std::string& name, filters::Durati
       ->default_str(bloomgate::config::format_duration(target));
 }
 
+// A CLI11 option for a count of keys, 1 or more: "-5" and "0" are refused by name (CLI11's own unsigned
+// conversion wraps "-5" to 18446744073709551611).
+void add_count_option(CLI::App& cmd, const std::string& name, std::uint64_t& target, const std::string& help) {
+  cmd.add_option_function<std::string>(
+         name,
+         [&target, name](const std::string& text) {
+           std::uint64_t count = 0;
+           const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+           if (text.empty() || error != std::errc{} || end != text.data() + text.size() || count == 0) {
+             throw CLI::ValidationError(name, "\"" + text + "\" is not a count of keys: expected a whole number from 1 to " +
+                                                  std::to_string(std::numeric_limits<std::uint64_t>::max()));
+           }
+           target = count;
+         },
+         help)
+      ->default_str(target == 0 ? std::string() : std::to_string(target));
+}
+
+// The flag of `bloomgate filter` that sets a FilterOptions field, for validate()'s errors.
+std::string flag_of(const std::string& option) {
+  if (option == "expected_per_ttl") return "--expected";
+  if (option == "error_rate") return "--error-rate";
+  return "--" + option;
+}
+
 void add_filter_command(CLI::App& app, FilterCommandOptions& options, std::string& type_name) {
   CLI::App* cmd = app.add_subcommand(
       "filter", "Write to stdout only the stdin lines whose key is new within the TTL (like uniq with a time window)");
@@ -39,9 +68,8 @@ void add_filter_command(CLI::App& app, FilterCommandOptions& options, std::strin
   add_duration_option(*cmd, "--ttl", options.filter.ttl, "How long a key is remembered, e.g. 90s, 10m, 24h");
   cmd->add_option("--error-rate", options.filter.error_rate, "Target false-positive rate, in (0, 1)")
       ->capture_default_str();
-  cmd->add_option("--expected", options.filter.expected_per_ttl, "Keys expected per TTL: a sizing hint")
-      ->capture_default_str();
-  cmd->add_option("--window", options.filter.window, "age_partitioned: the window in keys (default --expected)");
+  add_count_option(*cmd, "--expected", options.filter.expected_per_ttl, "Keys expected per TTL: a sizing hint");
+  add_count_option(*cmd, "--window", options.filter.window, "age_partitioned: the window in keys (default --expected)");
   options.filter.level = bloomgate::config::kDefaultFilterLevel;
   cmd->add_option("--level", options.filter.level,
                   "time_limited/age_partitioned: (k, l) level 0..6 (default: 5, as the service's filter.level)");
@@ -51,7 +79,13 @@ void add_filter_command(CLI::App& app, FilterCommandOptions& options, std::strin
   cmd->add_option("--fields", options.fields,
                   "KEY is a TSV/CSV record keyed by these fields, numbered from 1, e.g. 1,3 (default: the whole KEY)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return text.find_first_not_of("0123456789") == std::string::npos && text.find_first_not_of('0') != std::string::npos
+                       ? std::string()
+                       : "\"" + text + "\" is not a field number: fields are numbered from 1";
+          },
+          "FIELD"));
   cmd->add_option_function<std::string>(
          "--delimiter",
          [&options](const std::string& text) {
@@ -78,14 +112,24 @@ int run_filter(FilterCommandOptions& options, const std::string& type_name) {
   options.filter.type = *type;
   try {
     filters::validate(options.filter);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "bloomgate filter: " << e.what() << '\n';
+  } catch (const filters::OptionError& e) {
+    std::cerr << "bloomgate filter: " << flag_of(e.option()) << ": " << e.problem() << '\n';
     return bloomgate::app::kExitUsage;
   }
   std::ios::sync_with_stdio(false);
-  const auto result = bloomgate::app::run_filter_command(options, std::cin, std::cout, std::cerr, [] {
-    return std::chrono::time_point_cast<filters::Duration>(std::chrono::system_clock::now());
-  });
+  bloomgate::app::FilterCommandResult result;
+  try {
+    result = bloomgate::app::run_filter_command(options, std::cin, std::cout, std::cerr, [] {
+      return std::chrono::time_point_cast<filters::Duration>(std::chrono::system_clock::now());
+    });
+  } catch (const std::invalid_argument& e) {  // a filter type's own cap, checked when it is made
+    std::cerr << "bloomgate filter: " << e.what() << '\n';
+    return bloomgate::app::kExitUsage;
+  }
+  if (!result.io_error.empty()) {
+    std::cerr << "bloomgate filter: " << result.io_error << '\n';
+    return bloomgate::app::kExitIoError;
+  }
   return result.malformed == 0 ? bloomgate::app::kExitOk : bloomgate::app::kExitMalformedLines;
 }
 
@@ -97,7 +141,8 @@ void add_validate_command(CLI::App& app, std::string& config_path) {
 
 int run_validate(const std::string& config_path) {
   try {
-    const auto config = bloomgate::config::load_config(config_path);
+    const auto config = bloomgate::config::load_config(config_path, bloomgate::config::SecretSources::from_process(),
+                                                       bloomgate::app::filter_problem);
     std::cout << bloomgate::config::render_effective(config);
     return bloomgate::app::kExitOk;
   } catch (const bloomgate::config::ConfigError& e) {
@@ -162,6 +207,20 @@ void add_inspect_command(CLI::App& app, bloomgate::app::InspectOptions& options)
       ->default_str("text");
 }
 
+// CLI11 answers a word that is no subcommand with "A subcommand is required"; this names it and the
+// subcommands there are. Empty when argv[1] is a subcommand or a flag.
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return {};
+  const std::string word = argv[1];
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == word) return {};
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return "bloomgate: \"" + word + "\" is not a command; the commands are " + names +
+         " (bloomgate --help, or bloomgate COMMAND --help)";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,6 +240,10 @@ int main(int argc, char** argv) {
   add_demo_command(app, demo_options);
   bloomgate::app::InspectOptions inspect_options;
   add_inspect_command(app, inspect_options);
+  if (const std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
+    std::cerr << unknown << '\n';
+    return bloomgate::app::kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 #include "bloomgate/app/partition_deduplicator.h"
 
+#include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -21,10 +23,34 @@ filters::FilterOptions filter_options_for(const config::PipelineSettings& pipeli
   return options;
 }
 
+std::optional<config::PipelineProblem> filter_problem(const config::PipelineSettings& pipeline) {
+  try {
+    filter_options_for(pipeline);
+  } catch (const filters::OptionError& e) {
+    const std::string& option = e.option();
+    const std::string key = option == "ttl" ? option : "filter." + option;
+    return config::PipelineProblem{key, e.problem()};
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<filters::Filter> make_partition_filter(const config::PipelineSettings& pipeline) {
+  const filters::FilterOptions options = filter_options_for(pipeline);
+  try {
+    return filters::make_filter(options);
+  } catch (const std::bad_alloc&) {
+    const double bits = filters::sliced_creation_bits(options);
+    throw std::runtime_error("pipeline " + pipeline.name + ": cannot allocate a partition's filter" +
+                             (bits > 0 ? " of " + filters::format_bytes(bits / 8) : std::string()) +
+                             " for filter.expected_per_ttl " + std::to_string(pipeline.filter.expected_per_ttl) +
+                             ": lower it, or give the process more memory");
+  }
+}
+
 PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now)
     : extractor_(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes),
       clock_(pipeline.time, std::move(now)),
-      filter_(filters::make_filter(filter_options_for(pipeline))) {}
+      filter_(make_partition_filter(pipeline)) {}
 
 PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now,
                                              std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time)
@@ -36,7 +62,7 @@ PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pip
 }
 
 bool PartitionDeduplicator::matches_settings(const filters::Filter& filter, const config::PipelineSettings& pipeline) {
-  const auto fresh = filters::make_filter(filter_options_for(pipeline));
+  const auto fresh = make_partition_filter(pipeline);
   const filters::FilterStats want = fresh->stats(filters::TimePoint{});
   const filters::FilterStats have = filter.stats(filters::TimePoint{});
   return have.type == want.type && have.k == want.k && have.l == want.l && have.target_fpr == want.target_fpr;

@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <iostream>
 #include <set>
 
 #include "bloomgate/app/build_info.h"
 #include "bloomgate/app/filter_command.h"
 #include "bloomgate/app/logging.h"
+#include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/app/service.h"
 #include "bloomgate/app/service_metrics.h"
 #include "bloomgate/app/service_workers.h"
@@ -44,6 +46,21 @@ std::unique_ptr<connectors::EmbeddedBroker> start_embedded_kafka(const config::C
   return broker;
 }
 
+namespace {
+
+// state.dir as the service opens it: a relative one is relative to the working directory of the process.
+void log_state_directory(const std::string& dir) {
+  const std::filesystem::path path(dir);
+  if (path.is_absolute()) {
+    spdlog::info("state directory {}", dir);
+  } else {
+    spdlog::info("state directory {} (state.dir \"{}\", relative to the working directory)",
+                 std::filesystem::absolute(path).lexically_normal().string(), dir);
+  }
+}
+
+}  // namespace
+
 int run_service_command(const RunCommandOptions& options) {
   try {
     configure_logging(options.log_level);
@@ -53,7 +70,7 @@ int run_service_command(const RunCommandOptions& options) {
   }
   config::Config config;
   try {
-    config = config::load_config(options.config_path);
+    config = config::load_config(options.config_path, config::SecretSources::from_process(), filter_problem);
   } catch (const config::ConfigError& e) {
     std::cerr << "bloomgate: invalid configuration: " << e.what() << '\n';
     return kExitUsage;
@@ -66,7 +83,11 @@ int run_service_command(const RunCommandOptions& options) {
     if (brokers == config::kEmbeddedBrokers) {
       embedded = start_embedded_kafka(config, hooks);
       brokers = embedded->bootstrap_servers();
+      // On stdout too, where nothing else is written: a port chosen at start is what a user needs first.
+      std::cout << "bloomgate: embedded Kafka broker at " << brokers << " for as long as this process runs; "
+                << "connect with kcat -b " << brokers << " -L" << std::endl;
     }
+    log_state_directory(config.state.dir);
     ServiceOptions service_options;
     service_options.bootstrap_servers = brokers;
     service_options.stop = &signals.requested();
@@ -80,8 +101,9 @@ int run_service_command(const RunCommandOptions& options) {
                  endpoints.address(), allocator_name(), filters::describe_vector_query());
     const RunResult result = workers.run();
     const ServiceSnapshot totals = workers.snapshot();
-    spdlog::info("stopped: consumed {}, forwarded {}, duplicates {}, dead-lettered {}", totals.consumed,
-                 totals.forwarded, totals.duplicates, totals.dead_lettered);
+    const std::string signal = StopSignals::received_name();
+    spdlog::info("stopped: consumed {}, forwarded {}, duplicates {}, dead-lettered {}{}", totals.consumed,
+                 totals.forwarded, totals.duplicates, totals.dead_lettered, signal.empty() ? "" : "; on " + signal);
     return result.exit_code;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

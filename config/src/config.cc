@@ -3,11 +3,15 @@
 #include <simdjson.h>
 #include <yaml-cpp/yaml.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -46,6 +50,12 @@ void check_listen_address(const Context& ctx, const YAML::Node& node, const std:
   const long number = port.empty() ? 0 : std::strtol(port.c_str(), &end, 10);
   if (colon == 0 || colon == std::string::npos || end != port.c_str() + port.size() || number < 0 || number > 65535) {
     fail(ctx, node, key, "\"" + text + "\" is not host:port with a port from 0 (any free port) to 65535");
+  }
+  // A host of digits and dots is an IPv4 address, not a name: civetweb would read 999 as 999 mod 256.
+  const std::string host = text.substr(0, colon);
+  in_addr address{};
+  if (host.find_first_not_of("0123456789.") == std::string::npos && ::inet_pton(AF_INET, host.c_str(), &address) != 1) {
+    fail(ctx, node, key, "\"" + host + "\" is not an IPv4 address: four numbers from 0 to 255, like 127.0.0.1");
   }
 }
 
@@ -326,7 +336,23 @@ PipelineSettings read_pipeline(const Context& ctx, const YAML::Node& node, const
   return out;
 }
 
-std::vector<PipelineSettings> read_pipelines(const Context& ctx, MapReader& root) {
+// The node of `key` ("filter.error_rate") under `node`, or the deepest mapping on its way that is written.
+YAML::Node node_of_key(const YAML::Node& node, const std::string& key) {
+  YAML::Node at = node;
+  std::size_t start = 0;
+  while (start <= key.size()) {
+    const std::size_t dot = std::min(key.find('.', start), key.size());
+    if (!at.IsMap()) return at;
+    const YAML::Node& mapping = at;  // const: operator[] would add a missing key
+    const YAML::Node next = mapping[key.substr(start, dot - start)];
+    if (!next) return at;
+    at = next;
+    start = dot + 1;
+  }
+  return at;
+}
+
+std::vector<PipelineSettings> read_pipelines(const Context& ctx, MapReader& root, const PipelineCheck& check) {
   const YAML::Node list = root.require("pipelines");
   if (!list.IsSequence() || list.size() == 0) fail(ctx, list, "pipelines", "expected a list of at least one pipeline");
   std::vector<PipelineSettings> out;
@@ -335,6 +361,11 @@ std::vector<PipelineSettings> read_pipelines(const Context& ctx, MapReader& root
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string path = "pipelines[" + std::to_string(i) + "]";
     out.push_back(read_pipeline(ctx, list[i], path));
+    if (check) {
+      if (const std::optional<PipelineProblem> problem = check(out.back())) {
+        fail(ctx, node_of_key(list[i], problem->key), path + "." + problem->key, problem->problem);
+      }
+    }
     if (!names.insert(out.back().name).second) {
       fail(ctx, list[i]["name"], path + ".name", "another pipeline is already named " + out.back().name);
     }
@@ -488,7 +519,30 @@ std::uint32_t read_workers(const Context& ctx, MapReader& root) {
 
 }  // namespace
 
-Config parse_config(const std::string& yaml_text, const std::string& source, const SecretSources& secrets) {
+// Every mapping of the document, with no key twice: yaml-cpp keeps both entries and looks up the first.
+void check_duplicate_keys(const Context& ctx, const YAML::Node& node, const std::string& path) {
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) check_duplicate_keys(ctx, node[i], path + "[" + std::to_string(i) + "]");
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) continue;  // refused by the reader of that mapping
+    const std::string key = entry.first.Scalar();
+    const std::string key_path = path.empty() ? key : path + "." + key;
+    const auto [first, inserted] = seen.emplace(key, entry.first.Mark());
+    if (!inserted) {
+      fail(ctx, entry.first, key_path,
+           "is given twice in one mapping, first at line " + std::to_string(first->second.line + 1) + ", column " +
+               std::to_string(first->second.column + 1) + "; remove one of them");
+    }
+    check_duplicate_keys(ctx, entry.second, key_path);
+  }
+}
+
+Config parse_config(const std::string& yaml_text, const std::string& source, const SecretSources& secrets,
+                    const PipelineCheck& check) {
   const Context ctx{source, &secrets};
   check_utf8(yaml_text, source);
   check_nesting(yaml_text, source);
@@ -500,6 +554,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
                       ": YAML syntax error: " + e.msg);
   }
   if (!root || root.IsNull()) throw ConfigError(source + ": the file is empty; expected kafka and pipelines");
+  check_duplicate_keys(ctx, root, "");
   MapReader top(ctx, root, "");
   Config config;
   config.workers = read_workers(ctx, top);
@@ -507,15 +562,15 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   config.state = read_state(ctx, top);
   config.metrics = read_metrics(ctx, top);
   config.shutdown = read_shutdown(ctx, top);
-  config.pipelines = read_pipelines(ctx, top);
+  config.pipelines = read_pipelines(ctx, top, check);
   top.finish();
   return config;
 }
 
-Config load_config(const std::string& path, const SecretSources& secrets) {
+Config load_config(const std::string& path, const SecretSources& secrets, const PipelineCheck& check) {
   const auto text = read_whole_file(path);
   if (!text) throw ConfigError(path + ": cannot read the configuration file");
-  return parse_config(*text, path, secrets);
+  return parse_config(*text, path, secrets, check);
 }
 
 }  // namespace bloomgate::config

@@ -30,7 +30,10 @@ DurationParse parse_duration(std::string_view text) {
     return {std::nullopt, "\"" + std::string(text) + "\" is not a duration: expected a whole number and a unit, like 90s"};
   }
   if (digits_end == std::string_view::npos) {
-    return {std::nullopt, "\"" + std::string(text) + "\" has no unit: write ms, s, m, h or d, like " + std::string(text) + "s"};
+    // A zero gets the example of a duration that every setting accepts, not "0s".
+    const bool zero = text.find_first_not_of('0') == std::string_view::npos;
+    return {std::nullopt, "\"" + std::string(text) + "\" has no unit: write ms, s, m, h or d, like " +
+                              (zero ? std::string("90s") : std::string(text) + "s")};
   }
   const std::string_view unit_text = text.substr(digits_end);
   for (const Unit& unit : kUnits) {

@@ -22,7 +22,6 @@ using detail::kUnstamped;
 using detail::KeyProbes;
 using detail::elapsed;
 
-constexpr std::uint64_t kDefaultMaxSliceBits = 1ULL << 33;
 constexpr std::uint64_t kDefaultMaxGeneration = 1ULL << 32;
 // A generation that has lasted this many target periods (T/l) ends at its next insertion.
 constexpr std::int64_t kLongGenerationPeriods = 2;

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <sstream>
+#include <streambuf>
 #include <stdexcept>
 #include <vector>
 
@@ -73,6 +76,28 @@ TEST(FilterCommand, MalformedLinesAreReportedAndSkipped) {
             "line 4: \"12x\" is not a timestamp in epoch milliseconds, skipped\n");
 }
 
+// Epoch milliseconds from 1970 to 2099 only: 9,223,372,036,855 ms overflows the filters' int64
+// nanoseconds, and one timestamp in microseconds would move the filter's present 50,000 years ahead, where
+// no later key expires.
+TEST(FilterCommand, TimestampsOutsideTheRangeAreMalformedLines) {
+  const CommandOutput r = run("1000\ta\n9223372036855\tb\n1700000000000000\tc\n99999999999999999999\td\n"
+                              "4102444799999\te\n4102444800000\tf\n",
+                              options_with(std::chrono::seconds(90), true));
+  EXPECT_EQ(r.out, "1000\ta\n4102444799999\te\n");
+  EXPECT_EQ(r.result.malformed, 4U);
+  const std::string outside = " is outside 1970-01-01..2099-12-31 in epoch milliseconds (microseconds or "
+                              "nanoseconds are too large), skipped\n";
+  EXPECT_EQ(r.err, "line 2: \"9223372036855\"" + outside + "line 3: \"1700000000000000\"" + outside +
+                       "line 4: \"99999999999999999999\"" + outside + "line 6: \"4102444800000\"" + outside);
+}
+
+TEST(FilterCommand, ControlCharactersInAReportedTimestampAreEscaped) {
+  const CommandOutput r = run("1000\r\ta\n\x01\xff\tb\n", options_with(std::chrono::seconds(90), true));
+  EXPECT_EQ(r.err,
+            "line 1: \"1000\\r\" is not a timestamp in epoch milliseconds, skipped\n"
+            "line 2: \"\\x01\\xFF\" is not a timestamp in epoch milliseconds, skipped\n");
+}
+
 TEST(FilterCommand, StatsAreOneJsonObject) {
   FilterCommandOptions o = options_with(std::chrono::seconds(90), false);
   o.stats = true;
@@ -84,6 +109,84 @@ TEST(FilterCommand, StatsAreOneJsonObject) {
   }
   EXPECT_EQ(r.err.back(), '\n');
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+// A stream buffer whose device fails, as a full disk or a closed pipe does: the write or read call
+// fails with `error` in errno once `good_bytes` have passed.
+class FailingBuffer : public std::streambuf {
+ public:
+  FailingBuffer(std::size_t good_bytes, int error) : good_bytes_(good_bytes), error_(error) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (passed_ >= good_bytes_) return fail();
+    ++passed_;
+    return traits_type::not_eof(c);
+  }
+  int_type underflow() override {
+    // std::istream turns an exception from the buffer into badbit, as libstdc++'s filebuf does on a
+    // failed read(2).
+    fail();
+    throw std::ios_base::failure("read failed");
+  }
+
+ private:
+  int_type fail() {
+    errno = error_;
+    return traits_type::eof();
+  }
+  std::size_t good_bytes_;
+  int error_;
+  std::size_t passed_ = 0;
+};
+
+TEST(FilterCommandErrors, AFailedWriteStopsTheCommandWithTheSystemsReason) {
+  std::istringstream in("a\nb\nc\n");
+  FailingBuffer device(3, ENOSPC);  // "a\nb" fits, the rest does not
+  std::ostream out(&device);
+  std::ostringstream err;
+  const FilterCommandResult r =
+      run_filter_command(options_with(std::chrono::seconds(90), false), in, out, err, [] { return kT0; });
+  EXPECT_EQ(r.io_error, "cannot write the output: No space left on device");
+  EXPECT_LT(r.lines, 3U) << "the command stops at the failed write";
+}
+
+TEST(FilterCommandErrors, AFailedReadStopsTheCommandWithTheSystemsReason) {
+  FailingBuffer device(0, EISDIR);
+  std::istream in(&device);
+  std::ostringstream out;
+  std::ostringstream err;
+  const FilterCommandResult r =
+      run_filter_command(options_with(std::chrono::seconds(90), false), in, out, err, [] { return kT0; });
+  EXPECT_EQ(r.io_error, "cannot read the input: Is a directory");
+}
+
+TEST(FilterCommandErrors, CleanStreamsReportNoError) {
+  EXPECT_EQ(run("a\nb\n", options_with(std::chrono::seconds(90), false)).result.io_error, "");
+}
+
+// A bloom filter sized for 100 keys and given 20,000 distinct ones reports most of them as seen; the
+// command says so once, and says what to change.
+TEST(FilterCommand, AnOverfilledFilterIsWarnedAboutOnce) {
+  FilterCommandOptions o = options_with(std::chrono::seconds(90), false);
+  o.filter.type = filters::FilterType::kBloom;
+  o.filter.expected_per_ttl = 100;
+  std::string input;
+  for (int i = 0; i < 20'000; ++i) input += "key-" + std::to_string(i) + "\n";
+  const CommandOutput r = run(input, o);
+  EXPECT_GT(r.result.duplicates, 5'000U) << "distinct keys reported as seen";
+  EXPECT_EQ(r.err.find("bloomgate filter: warning: the bloom filter's estimated false-positive rate is "), 0U) << r.err;
+  EXPECT_NE(r.err.find("raise --expected\n"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(FilterCommand, AFilterWithinItsSizeIsNotWarnedAbout) {
+  FilterCommandOptions o = options_with(std::chrono::seconds(90), false);
+  o.filter.type = filters::FilterType::kBloom;
+  o.filter.expected_per_ttl = 20'000;
+  std::string input;
+  for (int i = 0; i < 20'000; ++i) input += "key-" + std::to_string(i) + "\n";
+  EXPECT_EQ(run(input, o).err, "");
 }
 
 FilterCommandOptions keyed_by_fields(std::vector<std::size_t> fields, char delimiter = '\t') {

@@ -229,9 +229,29 @@ TEST(KeyExtractorJson, NumberAndItsStringFormAreTheSameKey) {
   EXPECT_NE(json_key("/id", R"({"id":42})"), json_key("/id", R"({"id":42.0})"));
 }
 
-TEST(KeyExtractorJson, IntegersBeyondSixtyFourBitsAreMalformedAnywhere) {
-  // simdjson's documented limit, pinned here so a library upgrade that lifts it is noticed.
-  EXPECT_EQ(json_key("/id", R"({"id":1,"big":123456789012345678901234567890})"), "rejected:malformed_json");
+// simdjson's DOM parser holds 64-bit integers and doubles; JSON numbers have no such limit, and one in a
+// field nobody keys on must not make the event a dead letter.
+TEST(KeyExtractorJson, NumbersBeyondSixtyFourBitsAreValidAnywhere) {
+  EXPECT_EQ(json_key("/id", R"({"id":1,"big":123456789012345678901234567890})"), "key:1");
+  EXPECT_EQ(json_key("/id", R"({"huge":1e400,"id":"a","neg":-123456789012345678901234567890})"), "key:a");
+  EXPECT_EQ(json_key("/id", R"({"a":[1e400,{"b":-1E+999}],"id":4.2e1})"), "key:42.0") << "canonical as without them";
+  EXPECT_EQ(json_key("/id", R"({"id":true,"x":18446744073709551616})"), "key:true");
+}
+
+TEST(KeyExtractorJson, ANumberBeyondSixtyFourBitsKeysAsWritten) {
+  EXPECT_EQ(json_key("/id", R"({"id":123456789012345678901234567890})"), "key:123456789012345678901234567890");
+  EXPECT_EQ(json_key("/id", R"({"id": 1e400 })"), "key:1e400");
+  EXPECT_EQ(json_key("/id", R"({"id":1e400})"), json_key("/id", R"({"id":"1e400"})"));
+  EXPECT_NE(json_key("/id", R"({"id":1e400})"), json_key("/id", R"({"id":1E400})")) << "no canonical form";
+  EXPECT_EQ(json_key("", "123456789012345678901234567890"), "key:123456789012345678901234567890");
+}
+
+TEST(KeyExtractorJson, BigNumbersDoNotHideFaultsElsewhere) {
+  EXPECT_EQ(json_key("/id", R"({"id":1,"big":123456789012345678901234567890,"x":tru})"), "rejected:malformed_json");
+  EXPECT_EQ(json_key("/id", R"({"id":1e400,"x":01})"), "rejected:malformed_json");
+  EXPECT_EQ(json_key("/id", R"({"id":1e400} {"id":2})"), "rejected:malformed_json");
+  EXPECT_EQ(json_key("/id", R"({"id":"1e400\q","n":1e400})"), "rejected:malformed_json");
+  EXPECT_EQ(json_key("/id", R"({"id":"a \"1e400\" b","n":1e400})"), "key:a \"1e400\" b") << "digits inside a string";
 }
 
 TEST(KeyExtractorJson, BooleansKeyAsTheirLiteral) {

@@ -151,5 +151,36 @@ TEST(PartitionDeduplicator, RestoredFromACheckpointKeepsItsKeysAndItsTime) {
                std::invalid_argument);
 }
 
+// What the filters refuse is a configuration error with file, line, column and key (config::PipelineCheck),
+// exit 2 at `validate` and at `run`, not a bare std::bad_alloc or an unlocated message once running.
+std::string load_error(const std::string& filter_line) {
+  const std::string yaml =
+      "kafka: {brokers: k:9092}\n"
+      "pipelines:\n"
+      "  - name: a\n"
+      "    input: [x]\n"
+      "    output: y\n"
+      "    key: {from: value}\n"
+      "    ttl: 1m\n" + filter_line;
+  try {
+    config::parse_config(yaml, "bloomgate.yaml", config::SecretSources{}, filter_problem);
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(FilterProblem, WhatTheFiltersRefuseNamesTheKeyLineAndColumn) {
+  EXPECT_EQ(load_error("    filter: {error_rate: 1e-300}\n"),
+            "bloomgate.yaml:8:26: pipelines[0].filter.error_rate: below 1e-12 is not supported, got 1e-300");
+  EXPECT_EQ(load_error("    filter: {expected_per_ttl: 18000000000000000000}\n"),
+            "bloomgate.yaml:8:32: pipelines[0].filter.expected_per_ttl: 18000000000000000000 keys need 89 GiB of "
+            "filter memory (time_limited, error_rate 0.001, level 5: 89 slices), more than the 16 GiB a filter may take");
+  EXPECT_EQ(load_error("    filter: {type: age_partitioned, window: 100000000000}\n"),
+            "bloomgate.yaml:8:45: pipelines[0].filter.window: 100000000000 keys need 303 GiB of filter memory "
+            "(age_partitioned, error_rate 0.001, level 5: 89 slices), more than the 16 GiB a filter may take");
+  EXPECT_EQ(load_error("    filter: {expected_per_ttl: 2000000000}\n"), "no error") << "6.06 GiB: under the cap";
+}
+
 }  // namespace
 }  // namespace bloomgate::app

@@ -162,6 +162,22 @@ TEST(BloomgateBinary, SigtermStopsGracefullyWithEveryCommittedEventWrittenOnce) 
   expect_each_offset_once(read_topic(broker, "stream-unique"), "stream", committed);
 }
 
+// SIGHUP (a closed terminal, a supervisor's hang-up) stops the service as SIGTERM does: what it forwarded
+// is committed, it exits 0 and its last line says why it stopped. Its default action would end the
+// process at once, without either.
+TEST(BloomgateBinary, SighupStopsGracefullyAsSigtermDoes) {
+  EmbeddedBroker broker;
+  prepare_unique_stream(broker);
+  const TempDir dir;
+  BloomgateProcess bloomgate(dir.file("bloomgate.yaml", run_config_yaml(broker.bootstrap_servers(), "sighup", dir.path("state"))),
+                             dir.file("stdout"), dir.file("stderr"));
+  ASSERT_TRUE(wait_for_output(broker, "stream-unique", kWarmUpEvents)) << bloomgate.output();
+  bloomgate.signal(SIGHUP);
+  ASSERT_EQ(bloomgate.wait(kWaitLimit), std::optional<int>(0)) << bloomgate.output();
+  EXPECT_NE(bloomgate.error_output().find("dead-lettered 0; on SIGHUP"), std::string::npos) << bloomgate.output();
+  EXPECT_EQ(total(committed_offsets(broker, "sighup", "stream")), kWarmUpEvents) << bloomgate.output();
+}
+
 // A TCP socket listening on 127.0.0.1, standing in for a broker: it never accepts, so any connection
 // attempt stays pending on it.
 class LoopbackListener {

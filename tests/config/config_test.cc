@@ -130,6 +130,18 @@ INSTANTIATE_TEST_SUITE_P(
                   "bloomgate.yaml:3:23: pipelines[0].input[0]: \"bad topic\" is not a valid topic name (1 to 249 of a-z A-Z 0-9 . _ -)"},
         BadConfig{"bad_listen", "kafka: {brokers: k:9092}\nmetrics: {listen: localhost}\n" + kMinimalPipelines,
                   "bloomgate.yaml:2:19: metrics.listen: \"localhost\" is not host:port with a port from 0 (any free port) to 65535"},
+        // A YAML mapping with a key twice is read by yaml-cpp as if the second were not there.
+        BadConfig{"duplicate_key", with_pipeline_line("    ttl: 5m\n"),
+                  "bloomgate.yaml:9:5: pipelines[0].ttl: is given twice in one mapping, first at line 8, column 5; "
+                  "remove one of them"},
+        BadConfig{"duplicate_property", "kafka:\n  brokers: k:9092\n  properties: {linger.ms: 5, linger.ms: 6}\n" +
+                                            kMinimalPipelines,
+                  "bloomgate.yaml:3:30: kafka.properties.linger.ms: is given twice in one mapping, first at line 3, "
+                  "column 16; remove one of them"},
+        // civetweb reads each number of an IPv4 address modulo 256: 999.1.1.1 would bind 231.1.1.1.
+        BadConfig{"listen_not_ipv4", "kafka: {brokers: k:9092}\nmetrics: {listen: \"999.1.1.1:80\"}\n" + kMinimalPipelines,
+                  "bloomgate.yaml:2:19: metrics.listen: \"999.1.1.1\" is not an IPv4 address: four numbers from 0 to 255, "
+                  "like 127.0.0.1"},
         BadConfig{"zero_grace_period", "shutdown: {grace_period: 0s}\n" + kMinimal,
                   "bloomgate.yaml:1:26: shutdown.grace_period: must be positive"},
         BadConfig{"embedded_partitions_zero", "kafka: {brokers: embedded, embedded_partitions: 0}\n" +
@@ -241,6 +253,31 @@ TEST(Config, StringsWithControlCharactersRenderQuotedAndReadBack) {
   EXPECT_NE(rendered.find("brokers: \"k:9092   \\r\""), std::string::npos) << rendered;
   EXPECT_EQ(parse(rendered).kafka.brokers, c.kafka.brokers);
   EXPECT_EQ(render_effective(parse(rendered)), rendered);
+}
+
+// A check config cannot make itself (app's filter_problem: the filters' sizing) is reported as config's
+// own errors are: at the key's line and column, or at its mapping's when the key is not written.
+TEST(Config, APipelineCheckNamesTheKeyLineAndColumn) {
+  const PipelineCheck check = [](const PipelineSettings& p) -> std::optional<PipelineProblem> {
+    if (p.filter.error_rate < 0.01) return PipelineProblem{"filter.error_rate", "is too small for this test"};
+    return std::nullopt;
+  };
+  const auto error_with = [&](const std::string& yaml) {
+    try {
+      parse_config(yaml, "bloomgate.yaml", fake_secrets(), check);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_with(with_pipeline_line("    filter:\n      error_rate: 0.001\n")),
+            "bloomgate.yaml:10:19: pipelines[0].filter.error_rate: is too small for this test");
+  EXPECT_EQ(error_with(with_pipeline_line("    filter: {level: 5}\n")),
+            "bloomgate.yaml:9:13: pipelines[0].filter.error_rate: is too small for this test")
+      << "not written: the filter mapping's position";
+  EXPECT_EQ(error_with(kMinimal), "bloomgate.yaml:4:5: pipelines[0].filter.error_rate: is too small for this test")
+      << "no filter mapping: the pipeline's position";
+  EXPECT_EQ(error_with(with_pipeline_line("    filter: {error_rate: 0.01}\n")), "no error");
 }
 
 TEST(Config, AnUnreadableFileIsAnError) {

@@ -20,6 +20,7 @@ TEST(Duration, ReadsEveryUnit) {
 
 TEST(Duration, RejectsWithAReason) {
   EXPECT_EQ(parse_duration("10").error, "\"10\" has no unit: write ms, s, m, h or d, like 10s");
+  EXPECT_EQ(parse_duration("0").error, "\"0\" has no unit: write ms, s, m, h or d, like 90s") << "0s is no TTL";
   EXPECT_EQ(parse_duration("1.5h").error, "\"1.5h\" has an unknown unit \".5h\": use ns, us, ms, s, m, h or d");
   EXPECT_EQ(parse_duration("-5s").error, "\"-5s\" is not a duration: expected a whole number and a unit, like 90s");
   EXPECT_EQ(parse_duration("").error, "\"\" is not a duration: expected a whole number and a unit, like 90s");

@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace bloomgate::connectors {
 namespace {
@@ -192,7 +193,8 @@ TEST(MetricsServer, PortInUseThrowsNamingTheAddress) {
 
 TEST(MetricsServer, MalformedListenAddressesAreRejected) {
   for (const char* listen : {"", "9464", "127.0.0.1", ":9464", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:80s",
-                             "127.0.0.1:1,127.0.0.1:2", "::1:9464", "[::1", "[]:9464", "[::1]9464"}) {
+                             "127.0.0.1:1,127.0.0.1:2", "::1:9464", "[::1", "[]:9464", "[::1]9464",
+                             "999.1.1.1:9464", "1.2.3:9464", "256.0.0.1:9464"}) {
     MetricsServerOptions options;
     options.listen = listen;
     EXPECT_THROW(MetricsServer(std::make_shared<prometheus::Registry>(), options), std::invalid_argument) << listen;
@@ -243,6 +245,50 @@ TEST(MetricsServer, DestructorIsBoundedWithAnIdleClientConnected) {
   server.reset();
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
+
+// Probes and scrapes must answer while slow or idle clients hold connections: 4 x as many as the server
+// has threads, each either connected and silent or stopped halfway through its request line. The target
+// is an answer within 1 s (measured: 0.7 s, about 4 x kRequestTimeout less the time the holders were
+// already waiting); the bound asserted is a generous 3 s so a loaded machine does not fail it, and a
+// server of 2 threads with a 10 s request timeout fails it (40 s behind 8 holders, where the client's own
+// 5 s receive timeout ends the request).
+enum class Holder { idle, half_request };
+
+std::vector<std::unique_ptr<Socket>> hold_connections(std::uint16_t port, Holder kind, int count) {
+  std::vector<std::unique_ptr<Socket>> held;
+  for (int i = 0; i < count; ++i) {
+    auto socket = std::make_unique<Socket>();
+    if (!socket->connect_to(port)) throw std::runtime_error("cannot connect holder " + std::to_string(i));
+    if (kind == Holder::half_request) {
+      constexpr std::string_view half = "GET /heal";
+      if (::send(socket->fd(), half.data(), half.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(half.size())) {
+        throw std::runtime_error("cannot send half a request on holder " + std::to_string(i));
+      }
+    }
+    held.push_back(std::move(socket));
+  }
+  return held;
+}
+
+class SlowClients : public ::testing::TestWithParam<Holder> {};
+
+TEST_P(SlowClients, ProbesAndScrapesAnswerWhileFourTimesTheThreadsAreHeld) {
+  MetricsServer server(std::make_shared<prometheus::Registry>(), ephemeral());
+  for (const std::string_view path : {"/healthz", "/readyz", "/metrics"}) {
+    const auto held = hold_connections(server.port(), GetParam(), 4 * MetricsServer::kWorkerThreads);
+    const Clock::time_point start = Clock::now();
+    const HttpResponse response = http_request(server.port(), path);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    EXPECT_EQ(response.error, "") << path;
+    EXPECT_EQ(response.status, 200) << path;
+    EXPECT_LT(took, std::chrono::seconds(3)) << path << " took " << took.count() << " ms";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(MetricsServer, SlowClients, ::testing::Values(Holder::idle, Holder::half_request),
+                         [](const ::testing::TestParamInfo<Holder>& param) {
+                           return param.param == Holder::idle ? std::string("Idle") : std::string("HalfRequest");
+                         });
 
 // promtool (Debian package prometheus, installed by scripts/install-deps) lints a real scrape: names,
 // suffixes, HELP and TYPE lines as Prometheus itself reads them.

@@ -5,7 +5,9 @@
 #include <prometheus/gauge.h>
 #include <prometheus/text_serializer.h>
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -70,6 +72,12 @@ ListenAddress parse_listen(const std::string& listen) {
     address.host = listen.substr(0, colon);
     if (address.host.find(':') != std::string::npos) throw invalid("has an IPv6 address without brackets");
     if (address.host.find_first_of(", \t[]") != std::string::npos) throw invalid("has an invalid host");
+    // Digits and dots are an IPv4 address, which civetweb would read modulo 256 ("999.1.1.1" binds 231.1.1.1).
+    in_addr ipv4{};
+    if (address.host.find_first_not_of("0123456789.") == std::string::npos &&
+        ::inet_pton(AF_INET, address.host.c_str(), &ipv4) != 1) {
+      throw invalid("has an invalid IPv4 address");
+    }
     port_text = std::string_view(listen).substr(colon + 1);
   }
   unsigned port = 0;
@@ -152,13 +160,17 @@ MetricsServer::MetricsServer(std::shared_ptr<prometheus::Registry> registry, Met
   callbacks.begin_request = &MetricsServer::on_request;
   callbacks.log_message = &MetricsServer::on_log_message;
   const std::string ports = listen.host + ":" + std::to_string(listen.port);
+  const std::string threads = std::to_string(kWorkerThreads);
+  const std::string timeout = std::to_string(kRequestTimeout.count());
   std::array<const char*, 9> civetweb_options{
       "listening_ports", ports.c_str(),
-      // A scrape and a probe at once; the process's real work is elsewhere.
-      "num_threads", "2",
-      // Bounds a slow or stalled client's hold on one of the two workers.
-      "request_timeout_ms", "10000",
-      // With two workers, every idle keep-alive connection would pin one; scrapes are seconds apart.
+      // civetweb hands each accepted connection to a worker, which then waits for its request: a client
+      // that connects and sends nothing (or half a request) pins that worker until the request timeout.
+      "num_threads", threads.c_str(),
+      // So the timeout is short: an honest client's request arrives with, or right after, the handshake
+      // that let it be accepted. It also bounds each stall of a response write (civetweb uses it for both).
+      "request_timeout_ms", timeout.c_str(),
+      // Every idle keep-alive connection would pin a worker; scrapes and probes are seconds apart.
       "enable_keep_alive", "no",
       nullptr};
   context_.reset(mg_start(&callbacks, this, civetweb_options.data()));

@@ -50,6 +50,9 @@ struct DemoReport {
   std::uint64_t exact_new = 0;        // the exact answer: events new within the TTL
   std::uint64_t false_positives = 0;  // new events dropped, key not seen within TTL + fade-out slack
   std::uint64_t late_forgets = 0;     // new events dropped, key last seen within the fade-out slack
+  // How long after the TTL the key of a late forget was last seen: the median and the 99th percentile.
+  std::chrono::milliseconds late_median{0};
+  std::chrono::milliseconds late_p99{0};
   std::uint64_t repeats_of_dropped = 0;  // forwarded repeats of a key whose first sighting was dropped
   std::uint64_t forwarded_twice = 0;  // forwarded within the TTL of the same key's forwarded record: must be 0
   double seconds = 0;                 // from the first event consumed to the last

@@ -64,6 +64,8 @@ class ExactAnswer {
   // For a new event: whether the key was last recorded between TTL and TTL + `slack` ago (a repeat the
   // time-limited filter may still report during its fade-out). Valid right after observe() returned true.
   bool last_new_was_late(std::chrono::milliseconds slack) const;
+  // For a new event: how long after its previous recording it came, in ms; -1 for a key never recorded.
+  std::int64_t last_gap_ms() const noexcept { return last_gap_ms_; }
 
  private:
   std::int64_t ttl_ms_;

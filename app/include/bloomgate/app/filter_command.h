@@ -6,7 +6,8 @@
 // its key is the chosen fields (1-based, split at every `delimiter`; no quoting): one field is the key as
 // it is, several are encoded as a key of parts is (append_key_part(), key_extractor.h), so ("a,b", "c") and
 // ("a", "b,c") stay different keys. Malformed lines (a bad timestamp, too few fields) are reported on the
-// error stream with their line number and skipped.
+// error stream with their line number and skipped. A read or write error stops the command: io_error says
+// which, as `uniq` stops with a message.
 #pragma once
 
 #include <cstdint>
@@ -33,12 +34,23 @@ struct FilterCommandResult {
   std::uint64_t forwarded = 0;
   std::uint64_t duplicates = 0;
   std::uint64_t malformed = 0;
+  // Empty, or why the input could not be read or the output not written (with the system's reason):
+  // the command stops there, and the output is incomplete.
+  std::string io_error;
 };
+
+// The timestamps `--timestamps` accepts, in epoch milliseconds: 1970-01-01T00:00:00.000Z to
+// 2099-12-31T23:59:59.999Z. Others are malformed lines: the filters count time in int64 nanoseconds, which
+// end in 2262, and a timestamp in microseconds or nanoseconds read as milliseconds would move the filter's
+// present centuries ahead, where no later key would ever expire (docs/decisions/filter-timestamp-range.md).
+inline constexpr std::int64_t kFirstTimestampMillis = 0;
+inline constexpr std::int64_t kLastTimestampMillis = 4'102'444'799'999;
 
 // Exit codes of the command.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitMalformedLines = 1;  // the output is complete, but some input lines were skipped
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitIoError = 3;  // FilterCommandResult::io_error: stopped early, the output is incomplete
 
 using ProcessingClock = std::function<filters::TimePoint()>;
 

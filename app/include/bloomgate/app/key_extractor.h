@@ -33,12 +33,16 @@
 // most once per event, however many parts read it):
 //   - The whole value must be one valid JSON document (UTF-8, no trailing content); anything else,
 //     including an empty value, is malformed_json wherever the fault is. Validating everything keeps the
-//     outcome independent of where the keyed field sits. Known limit: simdjson rejects integer literals
-//     outside the 64-bit range (e.g. 123456789012345678901234567890) as malformed, in any field.
+//     outcome independent of where the keyed field sits. Numbers of any size are valid JSON: integers
+//     outside the 64-bit range (123456789012345678901234567890) and numbers beyond a double (1e400),
+//     which simdjson's DOM parser cannot hold, are accepted in any field (app/src/json_big_numbers.h).
 //   - A string keys as its unescaped content (UTF-8 bytes, no quotes).
 //   - A number keys as its canonical text as simdjson writes it: integers exactly ("42", "-7",
 //     "18446744073709551615", and -0 as "0"), other numbers in shortest round-trip form with a fraction
 //     ("1.5", "42.0"; 1e3 is "1000.0"). So 42 and 42.0 are different keys, 42.0 and 4.2e1 the same.
+//     A number simdjson cannot hold keys as its text as written, without canonical form:
+//     123456789012345678901234567890 as "123456789012345678901234567890", 1e400 as "1e400" (so 1e400
+//     and 1E400 are two keys), the same key as the string "1e400".
 //   - true and false key as "true" and "false".
 //   - So {"id": 42} and {"id": "42"} have the SAME key "42". The filter stores bytes, not typed values,
 //     the message-key and header sources have no types either, and an identifier that one producer

@@ -40,6 +40,15 @@ struct PartitionCounters {
 // The filter a pipeline's settings describe. Throws std::invalid_argument on settings the filters reject.
 filters::FilterOptions filter_options_for(const config::PipelineSettings& pipeline);
 
+// What the filters reject in a pipeline's settings (an error rate below their floor, a filter larger than
+// their cap), as the key under the pipeline and the problem: the config::PipelineCheck that `validate`
+// and `run` load the configuration with, so the error names the file, line, column and key.
+std::optional<config::PipelineProblem> filter_problem(const config::PipelineSettings& pipeline);
+
+// A new filter for one of the pipeline's partitions. Throws std::runtime_error naming the pipeline, the
+// memory asked and filter.expected_per_ttl when the allocation fails.
+std::unique_ptr<filters::Filter> make_partition_filter(const config::PipelineSettings& pipeline);
+
 class PartitionDeduplicator {
  public:
   PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now);

@@ -158,11 +158,24 @@ struct SecretSources {
   static SecretSources from_process();
 };
 
-// Parses YAML text; `source` names it in errors (a file path, or "<input>").
-Config parse_config(const std::string& yaml_text, const std::string& source, const SecretSources& secrets);
+// A check of one pipeline that this library cannot make itself, such as the filters' sizing (config does
+// not depend on filters/): the key under the pipeline that is wrong ("filter.expected_per_ttl") and what is
+// wrong with it, or nothing. parse_config reports a problem as every other error, with file, line, column
+// and key (the line of the key's mapping when the key is not written, its default being what is wrong).
+struct PipelineProblem {
+  std::string key;
+  std::string problem;
+};
+using PipelineCheck = std::function<std::optional<PipelineProblem>(const PipelineSettings&)>;
+
+// Parses YAML text; `source` names it in errors (a file path, or "<input>"). A key given twice in one
+// mapping is an error (YAML would keep one of them silently).
+Config parse_config(const std::string& yaml_text, const std::string& source, const SecretSources& secrets,
+                    const PipelineCheck& check = {});
 
 // Reads and parses a file. An unreadable file is a ConfigError too.
-Config load_config(const std::string& path, const SecretSources& secrets = SecretSources::from_process());
+Config load_config(const std::string& path, const SecretSources& secrets = SecretSources::from_process(),
+                   const PipelineCheck& check = {});
 
 // The effective configuration as YAML, defaults filled in, secrets shown as the reference they came from
 // (or "<redacted>"), never as their values.

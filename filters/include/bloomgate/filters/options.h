@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -52,7 +53,34 @@ struct FilterOptions {
 // The level a time-limited or age-partitioned filter uses: options.level, or space_optimal_level.
 std::uint32_t sliced_level(const FilterOptions& options);
 
-// Throws std::invalid_argument naming the offending option.
+// The time-limited filter's default cap on one slice (FilterOptions::max_slice_bits = 0): 1 GiB.
+inline constexpr std::uint64_t kDefaultMaxSliceBits = std::uint64_t{1} << 33;
+// The most a time-limited or age-partitioned filter may allocate when it is made, as the bloom filter's
+// cap: 16 GiB.
+inline constexpr std::uint64_t kMaxSlicedCreationBits = std::uint64_t{1} << 37;
+
+// The bits a time-limited or age-partitioned filter allocates when it is made: its k + l slices sized
+// for expected_per_ttl (or window) keys. A double, because options far out of range need more than 2^64.
+// 0 for the other types, which check their own caps when they are made.
+double sliced_creation_bits(const FilterOptions& options);
+
+// "6.4 GiB", "512 KiB": bytes with a binary unit, 3 significant digits.
+std::string format_bytes(double bytes);
+
+// What validate() throws: which option (its FilterOptions name, "error_rate") and what is wrong with it;
+// what() is both ("error_rate must be in (0, 1), got 0.000000").
+class OptionError : public std::invalid_argument {
+ public:
+  OptionError(std::string option, const std::string& problem);
+  const std::string& option() const noexcept { return option_; }
+  const std::string& problem() const noexcept { return problem_; }
+
+ private:
+  std::string option_;
+  std::string problem_;
+};
+
+// Throws OptionError naming the offending option.
 void validate(const FilterOptions& options);
 
 // Validates, then builds the filter the options describe.

@@ -11,14 +11,20 @@
 // Why not prometheus-cpp's pull Exposer: it serves /metrics only, and readiness must be able to answer
 // 503. So this class owns the HTTP server and uses prometheus-cpp for the registry and the text format.
 //
-// Ownership: owns the civetweb context (a listener thread and two worker threads) and shares the
-// registry. The constructor listens at once, so a port conflict fails start-up rather than the first
+// Ownership: owns the civetweb context (a listener thread and kWorkerThreads worker threads) and shares
+// the registry. The constructor listens at once, so a port conflict fails start-up rather than the first
 // scrape; the destructor stops civetweb and waits for its threads, so no handler (and no `ready` or
-// `before_scrape` call) runs after it returns. It takes milliseconds, up to about 2 s while a client holds a
-// connection open without finishing its request (civetweb checks for stop between 2 s polls), and as long
-// as a running `before_scrape` takes.
+// `before_scrape` call) runs after it returns. It takes milliseconds, up to kRequestTimeout while a client
+// holds a connection open without finishing its request, and as long as a running `before_scrape` takes.
 //
-// Thread-safety: handlers run on civetweb's worker threads, up to two at a time. `ready` must be
+// Slow clients: a worker serves one connection at a time, and one that connects and sends nothing, or
+// half a request, holds its worker for kRequestTimeout. Connections are served in the order they were
+// accepted, so a probe behind C such connections answers after about C / kWorkerThreads *
+// kRequestTimeout: 0.7 s behind 4 x kWorkerThreads of them (tests/connectors/metrics_server_test.cc,
+// SlowClients). A response write that stalls longer than kRequestTimeout (a client that stops reading)
+// is cut off.
+//
+// Thread-safety: handlers run on civetweb's worker threads, up to kWorkerThreads at a time. `ready` must be
 // thread-safe (read an atomic); `before_scrape` calls are serialised by this class, with each other only.
 // port() and address() are immutable after construction. Process-wide side effect of civetweb: mg_start
 // sets SIGPIPE to ignored (a write to a closed socket then fails with EPIPE instead of killing us).
@@ -29,6 +35,7 @@
 
 #include <prometheus/registry.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -55,6 +62,11 @@ struct MetricsServerOptions {
 
 class MetricsServer {
  public:
+  // Connections served at once.
+  static constexpr int kWorkerThreads = 8;
+  // How long a worker waits for a whole request header, and for each write of a response to progress.
+  static constexpr std::chrono::milliseconds kRequestTimeout{200};
+
   // Starts listening. Throws std::invalid_argument for a malformed `listen`, and std::runtime_error naming
   // the address (and civetweb's reason) if it cannot listen there.
   MetricsServer(std::shared_ptr<prometheus::Registry> registry, MetricsServerOptions options);
