@@ -127,8 +127,9 @@ void print_rounds(const Options& options, const Report& r) {
       m.span_seconds = median_of(*rounds, &RunFigures::span_seconds);
       print_round("med", name, m, "", "");
     }
-    std::printf("  (CPU ns/ev: whole process, broker included; loop: the thread that polls, i.e. the service thread or\n"
-                "   the passthrough loop; loop busy near 100%% means that thread is the bottleneck)\n\n");
+    std::printf("  (CPU ns/ev: whole process, %s; loop: the thread that polls, i.e. the service thread or\n"
+                "   the passthrough loop; loop busy near 100%% means that thread is the bottleneck)\n\n",
+                options.brokers.empty() ? "the embedded broker included" : "the broker's process not included");
 }
 
 void print_breakdown(const Options& options, const Report& r) {
