@@ -166,7 +166,7 @@ TEST(BloomgateBinary, SigtermStopsGracefullyWithEveryCommittedEventWrittenOnce) 
 // is committed, it exits 0 and its last line says why it stopped. Its default action would end the
 // process at once, without either.
 TEST(BloomgateBinary, SighupStopsGracefullyAsSigtermDoes) {
-  EmbeddedBroker broker;
+  TestBroker broker;
   prepare_unique_stream(broker);
   const TempDir dir;
   BloomgateProcess bloomgate(dir.file("bloomgate.yaml", run_config_yaml(broker.bootstrap_servers(), "sighup", dir.path("state"))),

@@ -42,11 +42,32 @@ KafkaResult<int> Admin::partition_count(const std::string& topic, std::chrono::m
   return fetch_partition_count(handle_.get(), topic, timeout);
 }
 
+namespace {
+
+// What a partition answers for a moment after its topic was created, or while its leader moves.
+bool partition_not_ready(rd_kafka_resp_err_t code) {
+  return code == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE || code == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+         code == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || code == RD_KAFKA_RESP_ERR_REPLICA_NOT_AVAILABLE ||
+         code == RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS;
+}
+
+}  // namespace
+
 KafkaResult<Watermarks> Admin::watermarks(const std::string& topic, std::int32_t partition,
                                           std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   Watermarks marks;
-  const rd_kafka_resp_err_t code = rd_kafka_query_watermark_offsets(handle_.get(), topic.c_str(), partition, &marks.low,
-                                                                    &marks.high, to_timeout_ms(timeout));
+  rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
+  // A real broker lists a new topic before every partition's log is loaded: asked then, a partition
+  // answers "not leader" or "unknown" for a moment. Asked again until the timeout; the embedded broker
+  // never does this.
+  do {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    code = rd_kafka_query_watermark_offsets(handle_.get(), topic.c_str(), partition, &marks.low, &marks.high,
+                                            to_timeout_ms(std::max(left, std::chrono::milliseconds(1))));
+    if (!partition_not_ready(code)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (std::chrono::steady_clock::now() < deadline);
   if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return KafkaError(code, "watermarks of " + topic + "[" + std::to_string(partition) + "]");
   }
