@@ -45,16 +45,6 @@ std::string exactly_once_yaml(const TestBroker& broker, const std::string& group
          orders_pipeline_yaml();
 }
 
-void expect_exact_answer(const GroundTruth& truth) {
-  std::cout << truth.describe() << std::endl;
-  EXPECT_EQ(truth.lost, 0U) << truth.describe();
-  EXPECT_EQ(truth.duplicates_forwarded, 0U) << truth.describe();
-  EXPECT_EQ(truth.offsets_twice, 0U) << truth.describe();
-  EXPECT_EQ(truth.keys_twice, 0U) << truth.describe();
-  EXPECT_EQ(truth.outside, 0U) << truth.describe();
-  EXPECT_GT(truth.exact_new, 0U);
-}
-
 // ---- transactions --------------------------------------------------------------------------------------
 
 // exactly_once, killed twice with -9 while the stream arrives: each kill leaves a transaction open, which
@@ -73,10 +63,7 @@ TEST(RealKafka, KillsInsideTransactionsAreAbortedAndReadCommittedReadersSeeTheEx
     PacedProducer producer(broker, "orders", events, 3'000);
     for (int run = 0; run < 2; ++run) {
       BloomgateProcess bloomgate(yaml, dir.file("out-" + std::to_string(run)), dir.file("err-" + std::to_string(run)));
-      const std::int64_t kill_at = output_records(broker) + growth(random);
-      ASSERT_TRUE(wait_for_output(broker, "orders-unique", kill_at)) << bloomgate.output();
-      bloomgate.signal(SIGKILL);
-      EXPECT_EQ(bloomgate.wait(kWaitLimit), std::nullopt);
+      ASSERT_TRUE(kill_at_output(bloomgate, broker, "orders-unique", output_records(broker) + growth(random)));
     }
     BloomgateProcess bloomgate(yaml, dir.file("out-last"), dir.file("err-last"));
     ASSERT_EQ(producer.join(), "");
@@ -217,9 +204,7 @@ TEST(ThreeInstances, OneKilledAndRestartedWhileTwoRunNeitherLosesNorDuplicates) 
     ServiceThread c(config_c, broker);
     {
       BloomgateProcess a(yaml, dir.file("a-out-0"), dir.file("a-err-0"));
-      ASSERT_TRUE(wait_for_output(broker, "orders-unique", on_broker(3'000, 30'000))) << a.output();
-      a.signal(SIGKILL);
-      EXPECT_EQ(a.wait(kWaitLimit), std::nullopt);
+      ASSERT_TRUE(kill_at_output(a, broker, "orders-unique", on_broker(3'000, 30'000)));
     }
     BloomgateProcess a(yaml, dir.file("a-out-1"), dir.file("a-err-1"));
     ASSERT_EQ(producer.join(), "");

@@ -66,16 +66,6 @@ ServiceSnapshot run_to_end(const TestBroker& broker, const config::Config& confi
   return service.snapshot();
 }
 
-void expect_exact_answer(const GroundTruth& truth) {
-  std::cout << truth.describe() << std::endl;
-  EXPECT_EQ(truth.lost, 0U) << truth.describe();
-  EXPECT_EQ(truth.duplicates_forwarded, 0U) << truth.describe();
-  EXPECT_EQ(truth.offsets_twice, 0U) << truth.describe();
-  EXPECT_EQ(truth.keys_twice, 0U) << truth.describe();
-  EXPECT_EQ(truth.outside, 0U) << truth.describe();
-  EXPECT_GT(truth.exact_new, 0U);
-}
-
 TEST(Transactions, ExactlyOnceForwardsTheFirstOccurrencesAndCommitsOffsetsOnlyInTransactions) {
   TestBroker broker;
   create_topics(broker, {"orders", "orders-unique"}, kPartitions);

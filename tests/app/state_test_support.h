@@ -201,6 +201,28 @@ inline GroundTruth compare_with_exact_answer(const TestBroker& broker, const std
   return truth;
 }
 
+// The output holds each new event exactly once, and nothing else.
+inline void expect_exact_answer(const GroundTruth& truth) {
+  std::cout << truth.describe() << std::endl;
+  EXPECT_EQ(truth.lost, 0U) << truth.describe();
+  EXPECT_EQ(truth.duplicates_forwarded, 0U) << truth.describe();
+  EXPECT_EQ(truth.offsets_twice, 0U) << truth.describe();
+  EXPECT_EQ(truth.keys_twice, 0U) << truth.describe();
+  EXPECT_EQ(truth.outside, 0U) << truth.describe();
+  EXPECT_GT(truth.exact_new, 0U);
+}
+
+// Waits until `topic` holds `records`, then kills the process with SIGKILL; false (with the process's
+// output as a test failure) when the records did not come in time.
+inline bool kill_at_output(BloomgateProcess& process, const TestBroker& broker, const std::string& topic,
+                           std::int64_t records) {
+  const bool reached = wait_for_output(broker, topic, records);
+  process.signal(SIGKILL);
+  EXPECT_EQ(process.wait(kWaitLimit), std::nullopt) << "not killed";
+  EXPECT_TRUE(reached) << topic << " did not reach " << records << " records:\n" << process.output();
+  return reached;
+}
+
 inline std::uint64_t sum_of(const ServiceSnapshot& snapshot, std::uint64_t PartitionReport::*field) {
   std::uint64_t sum = 0;
   for (const PartitionReport& partition : snapshot.partitions) sum += partition.*field;
