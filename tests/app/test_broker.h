@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #ifdef BLOOMGATE_TEST_ON_KAFKA
@@ -46,6 +47,24 @@ inline connectors::KafkaError create_topic_with_configs(TestBroker& broker, cons
 #else
   if (!configs.empty()) return {RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED, "the embedded broker keeps no topic configs"};
   return broker.create_topic(name, partitions);
+#endif
+}
+
+// Every broker stops answering: the real broker hangs with its connections open (its JVM stopped), which
+// no client notices before its request timeouts; the embedded one refuses connections (all it can do).
+inline void make_unresponsive(TestBroker& broker) {
+#ifdef BLOOMGATE_TEST_ON_KAFKA
+  broker.freeze();
+#else
+  if (auto error = broker.set_broker_down(-1); !error.ok()) throw std::runtime_error(error.message());
+#endif
+}
+
+inline void make_responsive(TestBroker& broker) {
+#ifdef BLOOMGATE_TEST_ON_KAFKA
+  broker.thaw();
+#else
+  if (auto error = broker.set_broker_up(-1); !error.ok()) throw std::runtime_error(error.message());
 #endif
 }
 

@@ -86,6 +86,11 @@ class KafkaBroker {
     return {};
   }
 
+  // The broker stops answering without closing its connections (its JVM stopped with SIGSTOP), as a broker
+  // that hangs or a network that drops packets looks to clients; thaw() lets it go on.
+  void freeze() const { signal_jvm(SIGSTOP); }
+  void thaw() const { signal_jvm(SIGCONT); }
+
   // The broker's own log (the JVM's), for assertion messages.
   [[nodiscard]] std::string log_tail(std::size_t bytes = 4000) const {
     std::string text = read(dir_ / "script.out") + read(dir_ / "instance" / "broker.log");
@@ -104,6 +109,14 @@ class KafkaBroker {
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
+  }
+
+  // The JVM's pid from scripts/kafka's broker.pid ("PID START-TIME").
+  void signal_jvm(int number) const {
+    std::istringstream line(read(dir_ / "instance" / "broker.pid"));
+    pid_t jvm = -1;
+    if (!(line >> jvm) || jvm <= 0) throw std::runtime_error("no broker.pid in " + dir_.string());
+    ::kill(jvm, number);
   }
 
   void start() {
