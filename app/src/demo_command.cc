@@ -193,8 +193,8 @@ class ProgressLine {
 
   void update(const ServiceSnapshot& snapshot) {
     const auto now = Clock::now();
-    // Snapshots come every 200 ms: a stream consumed whole between two of them is timed from the one
-    // before, an upper bound on its time, rather than as 0 s.
+    // A stream consumed whole between two snapshots is timed from the one before, an upper bound on its
+    // time, rather than as 0 s.
     if (snapshot.consumed > 0 && !first_consumed_) first_consumed_ = snapshot.consumed >= total_ ? previous_update_ : now;
     if (snapshot.consumed >= total_ && !last_consumed_) last_consumed_ = now;
     previous_update_ = now;

@@ -76,9 +76,9 @@ TEST(FilterCommand, MalformedLinesAreReportedAndSkipped) {
             "line 4: \"12x\" is not a timestamp in epoch milliseconds, skipped\n");
 }
 
-// Epoch milliseconds from 1970 to 2099 only: 9,223,372,036,855 ms overflows the filters' int64
-// nanoseconds, and one timestamp in microseconds would move the filter's present 50,000 years ahead, where
-// no later key expires.
+// Epoch milliseconds from 1970 to 2099 only (docs/decisions/filter-timestamp-range.md): beyond that a
+// timestamp overflows the filters' int64 nanoseconds, or (one in microseconds) moves the filter's present so
+// far ahead that no later key expires.
 TEST(FilterCommand, TimestampsOutsideTheRangeAreMalformedLines) {
   const CommandOutput r = run("1000\ta\n9223372036855\tb\n1700000000000000\tc\n99999999999999999999\td\n"
                               "4102444799999\te\n4102444800000\tf\n",

@@ -310,13 +310,13 @@ TEST(CrashLoop, SigtermWithTheBrokerGoneExitsWithinTheGracePeriod) {
   produce_all(broker, "orders", events);
   BloomgateProcess bloomgate(yaml, dir.file("out"), dir.file("err"));
   ASSERT_TRUE(wait_for_output(broker, "orders-unique", 1'000)) << bloomgate.output();
-  make_unresponsive(broker);
+  set_responsive(broker, false);
   const auto signalled = Clock::now();
   bloomgate.signal(SIGTERM);
   const std::optional<int> code = bloomgate.wait(5s + 3s);  // the grace period and the process's own exit
   const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - signalled).count();
   std::cout << "exit " << (code ? std::to_string(*code) : "none") << " " << took << " ms after SIGTERM" << std::endl;
-  make_responsive(broker);  // the broker's own stop needs its JVM running
+  set_responsive(broker, true);  // the broker's own stop needs its JVM running
   ASSERT_TRUE(code.has_value()) << "still running 8 s after SIGTERM:\n" << bloomgate.output();
   EXPECT_TRUE(*code == 0 || (*code == 1 && bloomgate.error_output().find("shutdown") != std::string::npos))
       << bloomgate.output();

@@ -50,21 +50,16 @@ inline connectors::KafkaError create_topic_with_configs(TestBroker& broker, cons
 #endif
 }
 
-// Every broker stops answering: the real broker hangs with its connections open (its JVM stopped), which
-// no client notices before its request timeouts; the embedded one refuses connections (all it can do).
-inline void make_unresponsive(TestBroker& broker) {
+// Every broker stops answering (false) or answers again (true): the real broker hangs with its connections
+// open (its JVM stopped), which no client notices before its request timeouts; the embedded one refuses
+// connections (all it can do).
+inline void set_responsive(TestBroker& broker, bool responsive) {
 #ifdef BLOOMGATE_TEST_ON_KAFKA
-  broker.freeze();
+  responsive ? broker.thaw() : broker.freeze();
 #else
-  if (auto error = broker.set_broker_down(-1); !error.ok()) throw std::runtime_error(error.message());
-#endif
-}
-
-inline void make_responsive(TestBroker& broker) {
-#ifdef BLOOMGATE_TEST_ON_KAFKA
-  broker.thaw();
-#else
-  if (auto error = broker.set_broker_up(-1); !error.ok()) throw std::runtime_error(error.message());
+  if (auto error = responsive ? broker.set_broker_up(-1) : broker.set_broker_down(-1); !error.ok()) {
+    throw std::runtime_error(error.message());
+  }
 #endif
 }
 
