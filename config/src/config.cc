@@ -263,8 +263,8 @@ FilterSettings read_filter(const Context& ctx, const YAML::Node& node, const std
   if (const YAML::Node n = filter.take("type")) out.type = filter_type_names()[detail::read_choice(ctx, n, filter.path_of("type"), filter_type_names())];
   if (const YAML::Node n = filter.take("error_rate")) {
     out.error_rate = detail::read_double(ctx, n, filter.path_of("error_rate"));
-    if (!(out.error_rate >= filters::kMinErrorRate && out.error_rate < 1)) {
-      fail(ctx, n, filter.path_of("error_rate"), "must be at least 1e-12 and less than 1, found " + n.Scalar());
+    if (!(out.error_rate > 0 && out.error_rate < 1)) {
+      fail(ctx, n, filter.path_of("error_rate"), "must be greater than 0 and less than 1, found " + n.Scalar());
     }
   }
   if (const YAML::Node n = filter.take("expected_per_ttl")) {

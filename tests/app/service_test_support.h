@@ -61,6 +61,8 @@ extern char** environ;  // NOLINT: POSIX, for posix_spawn
 
 namespace bloomgate::app::test_support {
 
+using bloomgate::test_support::poll_until;  // every wait of the tests is one of these
+
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -590,7 +592,6 @@ class BloomgateProcess {
   pid_t pid_ = -1;
 };
 
-using bloomgate::test_support::poll_until;  // every wait of the tests is one of these
 
 // Waits until the output topic holds at least `records`; false if it does not within the limit.
 inline bool wait_for_output(const TestBroker& broker, const std::string& topic, std::int64_t records) {
