@@ -105,16 +105,4 @@ void expect_meta_record(const Record& meta, FilterType type) {
   }
 }
 
-const char* filter_type_name(FilterType type) noexcept {
-  switch (type) {
-    case FilterType::kTimeLimited: return "time_limited";
-    case FilterType::kAgePartitioned: return "age_partitioned";
-    case FilterType::kContinuous: return "continuous";
-    case FilterType::kScalable: return "scalable";
-    case FilterType::kBloom: return "bloom";
-    case FilterType::kSpectral: return "spectral";
-  }
-  return "unknown";
-}
-
 }  // namespace bloomgate::filters

@@ -8,17 +8,16 @@
 #include <string>
 #include <utility>
 
-#include "bloomgate/filters/age_partitioned_filter.h"
-#include "bloomgate/filters/bloom_filter.h"
-#include "bloomgate/filters/continuous_filter.h"
-#include "bloomgate/filters/scalable_bloom_filter.h"
-#include "bloomgate/filters/spectral_filter.h"
-#include "bloomgate/filters/time_limited_filter.h"
+#include "age_partitioned_filter.h"
+#include "bloom_filter.h"
+#include "continuous_filter.h"
+#include "scalable_bloom_filter.h"
+#include "spectral_filter.h"
+#include "time_limited_filter.h"
 
 namespace bloomgate::filters {
 namespace {
 
-constexpr double kMinErrorRate = 1e-12;
 
 void require(bool condition, const char* option, const std::string& problem) {
   if (!condition) throw OptionError(option, problem);
@@ -95,7 +94,8 @@ void validate(const FilterOptions& o) {
   require(o.error_rate >= kMinErrorRate, "error_rate", "below 1e-12 is not supported, got " + shortest(o.error_rate));
   require(o.ttl.count() > 0, "ttl", "must be positive");
   require(o.expected_per_ttl > 0, "expected_per_ttl", "must be positive");
-  require(!o.level || *o.level <= kMaxLevel, "level", "must be 0..6, got " + std::to_string(o.level.value_or(0)));
+  require(!o.level || *o.level <= kMaxLevel, "level",
+          "must be 0.." + std::to_string(kMaxLevel) + ", got " + std::to_string(o.level.value_or(0)));
   require(o.growth == 2 || o.growth == 4, "growth", "must be 2 or 4, got " + std::to_string(o.growth));
   require(o.tightening > 0 && o.tightening < 1, "tightening", "must be in (0, 1)");
   if (o.type == FilterType::kTimeLimited) {
@@ -118,14 +118,6 @@ std::unique_ptr<Filter> make_filter(const FilterOptions& options) {
     case FilterType::kSpectral: return std::make_unique<SpectralFilter>(options);
   }
   throw std::invalid_argument("unknown filter type " + std::to_string(static_cast<int>(options.type)));
-}
-
-std::optional<FilterType> parse_filter_type(std::string_view name) {
-  for (FilterType t : {FilterType::kTimeLimited, FilterType::kAgePartitioned, FilterType::kContinuous,
-                       FilterType::kScalable, FilterType::kBloom, FilterType::kSpectral}) {
-    if (name == filter_type_name(t)) return t;
-  }
-  return std::nullopt;
 }
 
 }  // namespace bloomgate::filters
