@@ -10,12 +10,11 @@ namespace {
 
 TEST(PartitionProgress, StartsWithoutAPositionACheckpointOrACommit) {
   const PartitionProgress progress;
-  EXPECT_FALSE(progress.positioned());
-  EXPECT_FALSE(progress.moved_since_checkpoint());
-  EXPECT_FALSE(progress.at_checkpoint());
-  EXPECT_FALSE(progress.checkpoint_uncommitted());
-  EXPECT_FALSE(progress.uncommitted());
   EXPECT_EQ(progress.committed_offset(), connectors::kNoOffset);
+  for (const bool state : {progress.positioned(), progress.moved_since_checkpoint(), progress.at_checkpoint(),
+                           progress.checkpoint_uncommitted(), progress.uncommitted()}) {
+    EXPECT_FALSE(state);
+  }
 }
 
 TEST(PartitionProgress, ARestoredPartitionResumesAtItsCheckpoint) {
