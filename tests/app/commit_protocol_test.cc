@@ -225,11 +225,14 @@ TEST(PeriodicCheckpoints, ACaptureIsWrittenOnlyAfterItsRecordsAreDelivered) {
   t.consume(worker, 1, "b");
   t.interval_passed();  // captured at offset 2, its records in flight
   t.interval_passed();
+  // Without a flush the capture is dropped, never written (a writer it was handed to would be joined here).
+  t.protocol().settle(/*may_flush=*/false);
   EXPECT_EQ(t.stored_offset(0), -1);
   EXPECT_EQ(worker.progress.checkpointed_offset(), -1);
   EXPECT_TRUE(t.input.commits.empty());
 
   t.records.deliver_all();
+  t.interval_passed();                      // captured again, its records delivered: handed to the writer
   t.protocol().settle(/*may_flush=*/true);  // joins the writer
   EXPECT_EQ(t.stored_offset(0), 2);
   EXPECT_EQ(worker.progress.checkpointed_offset(), 2);
