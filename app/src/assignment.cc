@@ -88,7 +88,7 @@ void Assignment::assign_partitions(TopicPartitions& partitions) {
     PartitionWorker& worker = *state_.find(PartitionKey(fresh[i]->topic, fresh[i]->partition));
     if (starts[i].offset >= 0) {
       fresh[i]->offset = starts[i].offset;
-      worker.next_offset = starts[i].offset;
+      worker.progress.started_at(starts[i].offset);
       worker.report->next_offset = starts[i].offset;
     }
     // Events before the committed offset were processed by someone, whose filter is not here: rebuild
@@ -110,7 +110,7 @@ void Assignment::assign_partitions(TopicPartitions& partitions) {
   std::vector<PartitionWorker*> starting;
   for (TopicPartition* partition : fresh) {
     PartitionWorker& worker = *state_.find(PartitionKey(partition->topic, partition->partition));
-    if (worker.next_offset >= 0) starting.push_back(&worker);
+    if (worker.progress.positioned()) starting.push_back(&worker);
   }
   state_.write_states(starting);
 }
@@ -135,12 +135,13 @@ void Assignment::report_checkpoints_behind_commit(const std::vector<PartitionWor
   for (const TopicPartition& answer : committed.value()) {
     for (PartitionWorker* worker : restored) {
       if (worker->id.topic != answer.topic || worker->id.partition != answer.partition) continue;
-      if (!answer.error.ok() || answer.offset <= worker->next_offset) continue;
+      if (!answer.error.ok() || answer.offset <= worker->progress.next_offset()) continue;
       ++worker->report->restores_behind_commit;
       spdlog::warn("{}: the checkpoint at input offset {} is behind the group's committed offset {}: the state "
                    "store lost its newer checkpoints, or another member processed the partition since; the events "
                    "from offset {} are consumed again and reconciled against the output",
-                   connectors::to_string(worker->id), worker->next_offset, answer.offset, worker->next_offset);
+                   connectors::to_string(worker->id), worker->progress.next_offset(), answer.offset,
+                   worker->progress.next_offset());
     }
   }
 }
@@ -237,9 +238,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
     const connectors::PartitionCheckpoint& checkpoint = stored->checkpoint;
     worker = std::make_unique<PartitionWorker>(pipeline, report, std::move(filter),
                                                filters::from_epoch_nanos(checkpoint.filter_time_ns));
-    worker->next_offset = checkpoint.next_offset;
-    worker->checkpointed_offset = checkpoint.next_offset;
-    worker->checkpointed_output = checkpoint.output_offset;
+    worker->progress.restored(checkpoint.next_offset, checkpoint.output_offset);
     report.next_offset = checkpoint.next_offset;
     report.restored = true;
     if (!restored_from.snapshot_ignored.empty()) {
@@ -252,7 +251,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
                  restored_from.from_snapshot ? "the snapshot of a clean stop" : "its slice records");
   } else {
     worker = std::make_unique<PartitionWorker>(pipeline, report);
-    worker->full_image_next = true;
+    worker->progress.needs_full_image();
   }
   PartitionState::refresh_filter_stats(*worker, wall_clock_now());
   state_.add(key, std::move(worker));
@@ -293,13 +292,13 @@ SideReaderOptions Assignment::side_reader_options(const std::string& role) const
 // still drops more repeats than none) and is logged; consumption goes on.
 void Assignment::rebuild(PartitionWorker& worker) {
   PartitionReport& report = *worker.report;
-  RebuildRequest request{worker.id.topic, worker.id.partition, worker.next_offset,
+  RebuildRequest request{worker.id.topic, worker.id.partition, worker.progress.next_offset(),
                          std::chrono::duration_cast<std::chrono::milliseconds>(worker.pipeline->ttl),
                          worker.pipeline->time, wall_clock_now};
   const RebuildOptions options{side_reader_options("rebuilder")};
   report.rebuilding = true;
   spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms)",
-               connectors::to_string(worker.id), worker.next_offset, request.ttl.count());
+               connectors::to_string(worker.id), request.end_offset, request.ttl.count());
   const auto insert = [&](connectors::ConsumedMessage& message) {
     (void)worker.deduplicator.decide(event_of(message, *worker.pipeline, header_views_),
                                      message.timestamp_ms().value_or(-1));
@@ -318,18 +317,18 @@ void Assignment::rebuild(PartitionWorker& worker) {
     if (result.history_truncated) {
       spdlog::warn("{}: the input no longer holds the whole TTL before offset {} (retention shorter than the TTL?): "
                    "keys of the deleted part are not in the rebuilt filter",
-                   connectors::to_string(worker.id), worker.next_offset);
+                   connectors::to_string(worker.id), request.end_offset);
     }
     spdlog::info("{}: rebuilt from input offsets {} to {} in {:.3f} s: {} key(s) inserted, {} record(s) older than "
                  "the TTL skipped",
-                 connectors::to_string(worker.id), result.from_offset, worker.next_offset - 1, result.seconds,
+                 connectors::to_string(worker.id), result.from_offset, request.end_offset - 1, result.seconds,
                  result.inserted, result.skipped);
   } catch (const std::exception& e) {
     spdlog::error("{}: rebuilding from the input failed ({}); the filter holds only what was read before that",
                   connectors::to_string(worker.id), e.what());
   }
   report.rebuilding = false;
-  worker.full_image_next = true;
+  worker.progress.needs_full_image();
 }
 
 // Reads the output tails (output_reconciler.h) and hands each worker the input offsets already delivered
@@ -343,9 +342,7 @@ void Assignment::reconcile(const std::vector<ReconcileRequest>& requests, const 
     const ReconcileRequest& request = requests[i];
     const ReconcileResult& result = results[i];
     PartitionWorker& worker = *workers[i];
-    worker.output_floor = result.output_end;
-    worker.delivered = result.delivered;
-    worker.delivered_at_last_commit = result.delivered;
+    worker.progress.reconciled(result.output_end, result.delivered);
     if (request.output_from < 0) continue;
     const std::string input = request.input_topic + "/" + std::to_string(request.input_partition);
     const std::string output = request.output_topic + "/" + std::to_string(request.output_partition);

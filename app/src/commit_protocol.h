@@ -12,12 +12,12 @@
 
 #include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/producer.h"
+#include "commit_ports.h"
 #include "partition_worker.h"
 #include "service_context.h"
 
 namespace bloomgate::app {
 
-class OutputRouter;
 class PartitionState;
 
 struct CheckpointResult {
@@ -61,7 +61,6 @@ class CommitProtocol {
 };
 
 // The protocol kafka.guarantee asks for.
-std::unique_ptr<CommitProtocol> make_commit_protocol(ServiceContext& context, PartitionState& state,
-                                                     OutputRouter& router);
+std::unique_ptr<CommitProtocol> make_commit_protocol(ServiceContext& context, PartitionState& state, CommitPorts ports);
 
 }  // namespace bloomgate::app

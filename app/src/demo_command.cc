@@ -54,8 +54,6 @@ struct DemoNames {
 };
 constexpr const char* kSequenceHeader = "demo.seq";
 constexpr std::chrono::seconds kReadBackIdleLimit{20};
-constexpr int kExitInterrupted = 130;  // the shell's convention for a run ended by SIGINT
-
 
 // What the exact answer said about one produced event.
 struct ExpectedEvent {

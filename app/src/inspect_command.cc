@@ -8,6 +8,7 @@
 #include <ctime>
 #include <ostream>
 
+#include "bloomgate/app/exit_codes.h"
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/time.h"
 
@@ -281,7 +282,7 @@ int run_inspect_command(const InspectOptions& options, std::ostream& out, std::o
       err << " (state directory " << options.state_dir << ")";
     }
     err << '\n';
-    return 1;
+    return kExitUnreadable;
   }
   out << (options.format == InspectFormat::kJson ? render_json(report) : render_text(report));
   out.flush();
@@ -293,7 +294,7 @@ int run_inspect_command(const InspectOptions& options, std::ostream& out, std::o
           << p.error << '\n';
     }
   }
-  return unreadable == 0 ? 0 : 1;
+  return unreadable == 0 ? kExitOk : kExitUnreadable;
 }
 
 }  // namespace bloomgate::app

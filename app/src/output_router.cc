@@ -71,7 +71,7 @@ std::int64_t timestamp_of(const ConsumedMessage& message) { return message.times
 
 }  // namespace
 
-OutputRouter::OutputRouter(ServiceContext& context) : context_(context) {
+OutputRouter::OutputRouter(ServiceContext& context, ProduceEvents& events) : context_(context), events_(events) {
   for (const auto& pipeline : context.config.pipelines) {
     for (const auto& topic : pipeline.inputs) pipeline_of_input_[topic] = &pipeline;
   }
@@ -188,7 +188,7 @@ bool OutputRouter::dead_letter_refused(const config::PipelineSettings& pipeline,
 
 OutputRouter::Sent OutputRouter::send(const std::string& topic, const connectors::OutgoingMessage& out,
                                       connectors::HeadersHandle* headers) {
-  if (!protocol_->before_produce()) return Sent::kFailed;
+  if (!events_.before_produce()) return Sent::kFailed;
   connectors::Producer& producer = *context_.producer;
   const KafkaError error = headers != nullptr ? producer.produce(topic, out, *headers) : producer.produce(topic, out);
   if (error.ok()) {
@@ -196,7 +196,7 @@ OutputRouter::Sent OutputRouter::send(const std::string& topic, const connectors
     return Sent::kSent;
   }
   if (too_large(error)) return Sent::kTooLarge;
-  if (!protocol_->absorb_produce_error(error)) context_.fail("producing to " + topic + " failed: " + error.describe());
+  if (!events_.produce_refused(error)) context_.fail("producing to " + topic + " failed: " + error.describe());
   return Sent::kFailed;
 }
 
@@ -232,7 +232,7 @@ void OutputRouter::on_delivery(const connectors::DeliveryReport& report) {
     offsets[index] = std::max(offsets[index], report.offset);
     return;
   }
-  if (protocol_->absorb_delivery_failure(report.error)) return;
+  if (events_.delivery_failed(report.error)) return;
   context_.fail("delivery to " + std::string(report.topic) + " failed: " + report.error.message());
 }
 
@@ -250,7 +250,7 @@ void OutputRouter::redirect_refused_delivery(const connectors::DeliveryReport& r
                   ", and the record names no input of a pipeline");
     return;
   }
-  if (protocol_->absorb_delivery_failure(report.error)) {  // exactly_once: aborted, the input consumed again
+  if (events_.delivery_failed(report.error)) {  // exactly_once: aborted, the input consumed again
     refused_[Position(std::string(source->topic), source->partition, source->offset)] = next_stage;
     delivered_in_epoch(epoch);
     return;
@@ -274,13 +274,7 @@ std::int64_t OutputRouter::max_acked(const std::string& topic, std::int32_t part
 // spread over the output: at-least-once after a crash).
 std::int64_t OutputRouter::output_offset(const PartitionWorker& worker) const {
   if (worker.output_partition < 0) return -1;
-  if (!worker.delivered.empty()) {
-    std::int64_t first = worker.delivered.begin()->second;
-    for (const auto& [input, output] : worker.delivered) first = std::min(first, output);
-    return first;
-  }
-  const std::int64_t acked = max_acked(worker.pipeline->output, worker.output_partition);
-  return std::max(worker.output_floor, acked < 0 ? -1 : acked + 1);
+  return worker.progress.output_position(max_acked(worker.pipeline->output, worker.output_partition));
 }
 
 std::uint64_t OutputRouter::seal_epoch() {

@@ -32,6 +32,7 @@
 #include "bloomgate/connectors/message.h"
 #include "bloomgate/connectors/producer.h"
 #include "bounded_record.h"
+#include "commit_ports.h"
 #include "output_record.h"
 #include "partition_worker.h"
 #include "record_limits.h"
@@ -39,7 +40,21 @@
 
 namespace bloomgate::app {
 
-class CommitProtocol;
+// What the router reports about the records it produces. The service loop answers, from its commit
+// protocol: the router and the protocol do not know each other.
+class ProduceEvents {
+ public:
+  // Before each produced record; false when the service failed (the record is not produced).
+  virtual bool before_produce() = 0;
+  // A record the producer refused; true when it was absorbed (the event is decided again later), false
+  // when the service must fail.
+  virtual bool produce_refused(const connectors::KafkaError& error) = 0;
+  // A failed delivery report (from a librdkafka callback); true when absorbed.
+  virtual bool delivery_failed(const connectors::KafkaError& error) = 0;
+
+ protected:
+  ~ProduceEvents() = default;
+};
 
 enum class Delivery {
   kDone,               // produced (or nothing to produce)
@@ -47,13 +62,13 @@ enum class Delivery {
   kNoDeadLetterTopic,  // an unkeyable event and no dead_letter topic: the service must stop before it
 };
 
-class OutputRouter {
+class OutputRouter final : public ProducedRecords {
  public:
   // A record refused as too large once more is cut to at most this many bytes.
   static constexpr std::size_t kFallbackRecordBytes = 64 * 1024;
 
-  explicit OutputRouter(ServiceContext& context);
-  void set_commit_protocol(CommitProtocol& protocol) { protocol_ = &protocol; }
+  // `events` must outlive the router; it is asked nothing before the first record is produced.
+  OutputRouter(ServiceContext& context, ProduceEvents& events);
   RecordLimits& limits() { return limits_; }
 
   // Why the event cannot be forwarded as it is: its forwarded form is larger than the pipeline's output
@@ -70,11 +85,11 @@ class OutputRouter {
   std::int64_t max_acked(const std::string& topic, std::int32_t partition) const;
   // Where the partition's checkpoint says its output stands: no record forwarded for an input offset at
   // or after its next offset lies below it. -1 with by_key.
-  std::int64_t output_offset(const PartitionWorker& worker) const;
+  std::int64_t output_offset(const PartitionWorker& worker) const override;
 
   // Ends the current epoch and returns it: a capture taken now may be written once delivered_through(it).
-  std::uint64_t seal_epoch();
-  bool delivered_through(std::uint64_t epoch) const {
+  std::uint64_t seal_epoch() override;
+  bool delivered_through(std::uint64_t epoch) const override {
     return in_flight_sealed_.empty() || in_flight_sealed_.front().first > epoch;
   }
 
@@ -105,7 +120,7 @@ class OutputRouter {
   void delivered_in_epoch(std::uint64_t epoch);
 
   ServiceContext& context_;
-  CommitProtocol* protocol_ = nullptr;
+  ProduceEvents& events_;
   RecordLimits limits_;
   std::map<std::string, const config::PipelineSettings*, std::less<>> pipeline_of_input_;
   // exactly_once: input records whose record the broker refused as too large, and the stage to write next.

@@ -5,76 +5,16 @@
 #include <stdexcept>
 
 #include "checkpoint_writer.h"
-#include "output_router.h"
 
 namespace bloomgate::app {
 
-using connectors::StateStore;
 using connectors::StateStoreError;
-
-std::string store_message(const std::exception& error) {
-  const std::string what = error.what();
-  return what.rfind("state store: ", 0) == 0 ? what : "state store: " + what;
-}
-
-// ---- StateDirectory ----------------------------------------------------------------------------------
-
-StateDirectory::StateDirectory(const config::Config& config, const connectors::StateEnvironment* environment)
-    : config_(config), environment_(environment) {}
-
-// RocksDB's own warnings go to the debug level and its errors to warn: what they mean for the service
-// (a failed checkpoint, corrupt state) is logged at error level by the service itself, with the partition.
-connectors::StateStoreOptions StateDirectory::store_options() const {
-  connectors::StateStoreOptions options;
-  options.log = [](std::string_view level, std::string_view message) {
-    spdlog::log(level == "warn" ? spdlog::level::debug : spdlog::level::warn, "rocksdb {}: {}", level, message);
-  };
-  options.environment = environment_;
-  return options;
-}
-
-void StateDirectory::open() {
-  const std::string& dir = config_.state.dir;
-  try {
-    store_ = StateStore::open(dir, store_options());
-  } catch (const StateStoreError& e) {
-    if (e.kind() != StateStoreError::Kind::kCorrupt) throw std::runtime_error(store_message(e));
-    spdlog::error("{}; moving the state directory's contents aside and starting with empty state", store_message(e));
-    quarantine_and_reopen();
-  }
-  if (config_.kafka.brokers == config::kEmbeddedBrokers) {
-    // The embedded broker starts empty with every run: state from an earlier run describes topics that
-    // no longer exist, and would drop their new events as duplicates.
-    try {
-      for (const auto& checkpoint : store_->list()) store_->drop(checkpoint.id);
-    } catch (const StateStoreError& e) {
-      if (e.kind() != StateStoreError::Kind::kCorrupt) throw std::runtime_error(store_message(e));
-      store_.reset();
-      quarantine_and_reopen();
-      quarantined_ = false;  // nothing of value was lost: the state was stale anyway
-    }
-  }
-  spdlog::info("state store open at {}", dir);
-}
-
-void StateDirectory::quarantine_and_reopen() {
-  std::string moved;
-  if (store_) {
-    moved = store_->quarantine_and_reopen();
-  } else {
-    moved = StateStore::quarantine(config_.state.dir);
-    store_ = StateStore::open(config_.state.dir, store_options());
-  }
-  spdlog::error("state store: the damaged state was moved to {}; the partitions whose state was there "
-                "rebuild their filters from the input history before their committed offsets",
-                moved);
-  quarantined_ = true;
-}
 
 // ---- PartitionState: reports and workers ----------------------------------------------------------------
 
-PartitionState::PartitionState(ServiceContext& context, StateDirectory& directory, const OutputRouter& router)
-    : context_(context), directory_(directory), router_(router) {
+PartitionState::PartitionState(ServiceContext& context, StateDirectory& directory, const ProducedRecords& records,
+                               StateEvents& events)
+    : context_(context), directory_(directory), records_(records), events_(events) {
   for (const auto& pipeline : context.config.pipelines) {
     for (const auto& topic : pipeline.inputs) pipeline_of_topic_[topic] = &pipeline;
   }
@@ -136,7 +76,7 @@ PartitionWorker* PartitionState::worker_for(const connectors::ConsumedMessage& m
 // ---- damaged state ------------------------------------------------------------------------------------
 
 void PartitionState::quarantine() {
-  if (before_quarantine_) before_quarantine_();
+  events_.before_quarantine();
   directory_.quarantine_and_reopen();
   notice_quarantines();
 }
@@ -148,10 +88,7 @@ void PartitionState::notice_quarantines() {
   for (const auto& [key, report] : reports_) {
     if (workers_.count(key) == 0) lost_with_quarantine_.insert(key);
   }
-  for (auto& [key, worker] : workers_) {
-    worker->full_image_next = true;
-    worker->checkpointed_offset = -1;  // not in the new directory: the next checkpoint writes it, events or not
-  }
+  for (auto& [key, worker] : workers_) worker->progress.store_replaced();
 }
 
 void PartitionState::state_corrupt(PartitionReport& report, const std::string& why) {
@@ -194,27 +131,25 @@ std::size_t PartitionState::write_states(const std::vector<PartitionWorker*>& wo
 connectors::PartitionImage PartitionState::image_of(PartitionWorker& worker) const {
   connectors::PartitionImage image;
   image.checkpoint.id = worker.id;
-  image.checkpoint.next_offset = worker.next_offset;
-  image.checkpoint.output_offset = router_.output_offset(worker);
+  image.checkpoint.next_offset = worker.progress.next_offset();
+  image.checkpoint.output_offset = records_.output_offset(worker);
   image.checkpoint.written_at_ms = wall_clock_ms();
   image.checkpoint.filter_time_ns = filters::to_epoch_nanos(worker.deduplicator.filter_time(filters::TimePoint{}));
-  const auto scope = worker.full_image_next ? filters::ImageScope::kFull : filters::ImageScope::kChangedSinceLastPersist;
+  const auto scope =
+      worker.progress.full_image_next() ? filters::ImageScope::kFull : filters::ImageScope::kChangedSinceLastPersist;
   image.image = worker.deduplicator.filter().image(scope);
   auto& drops = image.image.dropped_slice_ids;
-  drops.insert(drops.end(), worker.unwritten_drops.begin(), worker.unwritten_drops.end());
+  drops.insert(drops.end(), worker.progress.unwritten_drops().begin(), worker.progress.unwritten_drops().end());
   return image;
 }
 
 void PartitionState::image_taken(PartitionWorker& worker) {
   worker.deduplicator.filter().mark_persisted();
-  worker.full_image_next = false;
-  worker.unwritten_drops.clear();
+  worker.progress.image_captured();
 }
 
 void PartitionState::unpersisted(PartitionWorker& worker, const connectors::PartitionImage& image) {
-  worker.full_image_next = true;
-  const auto& drops = image.image.dropped_slice_ids;
-  worker.unwritten_drops.insert(worker.unwritten_drops.end(), drops.begin(), drops.end());
+  worker.progress.image_unwritten(image.image.dropped_slice_ids);
 }
 
 void PartitionState::checkpoint_failed(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
@@ -228,8 +163,7 @@ void PartitionState::checkpoint_failed(PartitionWorker& worker, const connectors
 
 void PartitionState::checkpoint_written(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
                                         const connectors::CheckpointWrite& written, double seconds) {
-  worker.checkpointed_offset = checkpoint.next_offset;
-  worker.checkpointed_output = checkpoint.output_offset;
+  worker.progress.checkpoint_written(checkpoint.next_offset, checkpoint.output_offset);
   PartitionReport& report = *worker.report;
   ++report.checkpoints;
   report.checkpoint_bytes += written.bytes;
@@ -244,7 +178,7 @@ void PartitionState::write_snapshots() {
   std::size_t written = 0;
   std::uint64_t bytes = 0;
   for (PartitionWorker* worker : all_workers()) {
-    if (worker->next_offset < 0 || worker->checkpointed_offset != worker->next_offset) continue;
+    if (!worker->progress.at_checkpoint()) continue;
     if (context_.stop_deadline && Clock::now() >= *context_.stop_deadline) {
       spdlog::warn("stopping: the grace period ran out before every snapshot was written; the other partitions "
                    "restore from their slice records");

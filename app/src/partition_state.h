@@ -1,17 +1,13 @@
 // File: partition_state.h
 //
-// The durable side of the service's partitions (docs/state.md):
-// - StateDirectory: the state store in state.dir, opened before anything touches Kafka, moved aside and
-//   opened empty when it is corrupt. One per process: the workers that share it (service_workers.h) are
-//   handed it, and a quarantine by any of them moves every one of them to the new database at once.
-// - PartitionState: one loop's partitions over it: the report of every input partition, the worker of
-//   each assigned one, and what writes them to the store (group-committed checkpoints, a clean stop's
-//   snapshots, dropping and quarantining what is damaged).
+// PartitionState: the durable side of one loop's partitions (docs/state.md), over the process's
+// StateDirectory (state_directory.h): the report of every input partition, the worker of each assigned
+// one, and what writes them to the store (group-committed checkpoints, a clean stop's snapshots, dropping
+// and quarantining what is damaged).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -19,51 +15,37 @@
 #include <vector>
 
 #include "bloomgate/connectors/state_store.h"
+#include "commit_ports.h"
 #include "partition_worker.h"
 #include "service_context.h"
+#include "state_directory.h"
 #include "startup_checks.h"
 
 namespace bloomgate::app {
 
-class OutputRouter;
+
+// What PartitionState reports before it changes the store under the other parts. The service loop
+// answers, from its commit protocol.
+class StateEvents {
+ public:
+  // Before a quarantine: what is in flight to the store is finished first.
+  virtual void before_quarantine() = 0;
+
+ protected:
+  ~StateEvents() = default;
+};
 
 // A group commit holds its partitions' images in memory at once, and full images (partitions restored from
 // nothing, a quarantined store) can be large: above this many bytes the next partitions go into another batch.
 inline constexpr std::uint64_t kGroupCommitBytes = std::uint64_t{64} << 20;
 
-// A StateStoreError's message, starting with "state store: " once (most of them already do).
-std::string store_message(const std::exception& error);
-
-class StateDirectory {
- public:
-  StateDirectory(const config::Config& config, const connectors::StateEnvironment* environment);
-
-  // Before anything else: a second process on the same directory stops here (std::runtime_error, exit 1)
-  // with the directory in its message, before it touches Kafka. A corrupt store is moved aside.
-  void open();
-  void close() { store_.reset(); }
-  connectors::StateStore& store() { return *store_; }
-  // Moves the damaged directory aside and opens an empty one: in place while the store is open
-  // (StateStore::quarantine_and_reopen, so every thread using it moves too), else by path. Thread-safe
-  // while the store is open.
-  void quarantine_and_reopen();
-  // The directory was moved aside in this process (the partitions whose state was there must rebuild).
-  bool quarantined() const { return quarantined_.load(); }
-
- private:
-  connectors::StateStoreOptions store_options() const;
-
-  const config::Config& config_;
-  const connectors::StateEnvironment* environment_;
-  std::unique_ptr<connectors::StateStore> store_;
-  std::atomic<bool> quarantined_{false};
-};
-
 class PartitionState {
  public:
   using Workers = std::map<PartitionKey, std::unique_ptr<PartitionWorker>>;
 
-  PartitionState(ServiceContext& context, StateDirectory& directory, const OutputRouter& router);
+  // `events` must outlive it.
+  PartitionState(ServiceContext& context, StateDirectory& directory, const ProducedRecords& records,
+                 StateEvents& events);
 
   const PipelinesByTopic& pipelines() const { return pipeline_of_topic_; }
   connectors::StateStore& store() { return directory_.store(); }
@@ -84,8 +66,6 @@ class PartitionState {
   void invalidate_worker_cache() { cached_worker_ = nullptr; }
 
   // ---- damaged state ----
-  // Runs before a quarantine (the commit protocol finishes what it has in flight).
-  void set_before_quarantine(std::function<void()> before) { before_quarantine_ = std::move(before); }
   // Moves the damaged directory aside and opens an empty one. The partitions this member owns keep their
   // filters in memory and write them whole at their next checkpoint; the others lost their state with the
   // directory (lost_with_quarantine).
@@ -128,9 +108,9 @@ class PartitionState {
  private:
   ServiceContext& context_;
   StateDirectory& directory_;
-  const OutputRouter& router_;
+  const ProducedRecords& records_;
   PipelinesByTopic pipeline_of_topic_;
-  std::function<void()> before_quarantine_;
+  StateEvents& events_;
   std::map<PartitionKey, PartitionReport> reports_;
   Workers workers_;
   std::set<PartitionKey> lost_with_quarantine_;  // partitions whose state went with it, until assigned

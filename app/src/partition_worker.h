@@ -1,8 +1,8 @@
 // File: partition_worker.h
 //
-// PartitionWorker: the live state of one assigned input partition (its deduplicator and filter, its
-// positions in the input and the output, what reconciliation found), and the small helpers every part of
-// the service uses with it.
+// PartitionWorker: the live state of one assigned input partition (its deduplicator and filter, and its
+// progress: positions in the input and the output, what reconciliation found, partition_progress.h), and
+// the small helpers every part of the service uses with it.
 #pragma once
 
 #include <chrono>
@@ -20,6 +20,7 @@
 #include "bloomgate/connectors/state_store.h"
 #include "bloomgate/connectors/topic_partition.h"
 #include "fpr_probe.h"
+#include "partition_progress.h"
 
 namespace bloomgate::app {
 
@@ -70,25 +71,8 @@ struct PartitionWorker {
   PartitionReport* report;                       // cumulative counters, owned by PartitionState
   connectors::PartitionId id;
   std::int32_t output_partition = -1;            // in pipeline->output; -1 with by_key
-  std::int64_t next_offset = -1;                 // the next input offset to process; -1: none yet this assignment
-  std::int64_t committed_offset = connectors::kNoOffset;
-  std::int64_t checkpointed_offset = -1;         // next_offset of the last checkpoint written (or restored)
-  std::int64_t checkpointed_output = -1;         // that checkpoint's output offset (the commit metadata)
-  std::int64_t output_floor = -1;                // the output's high watermark at assignment: nothing this
-                                                 // partition forwarded before then lies at or above it
-  // Reconciliation: input offsets at or after the restored position that the output already holds, with
-  // the output offset of their record. Their events are decided again (so their keys are inserted) but
-  // not produced again. Emptied as consumption passes them.
-  std::map<std::int64_t, std::int64_t> delivered;
-  // exactly_once: `delivered` as it was at the last commit, for the rewind after an aborted transaction.
-  std::map<std::int64_t, std::int64_t> delivered_at_last_commit;
-  // exactly_once: the filter decided an event since the last commit. Not the same as next_offset having
-  // moved: an event whose record was refused is decided and fetched, but its offset never advanced.
-  bool decided_since_commit = false;
-  bool full_image_next = false;                  // the next checkpoint writes every slice (a fresh store)
-  // Slices dropped from the filter whose deletion was in a checkpoint that failed to write: the next
-  // checkpoint deletes them (a whole image rewrites the slices, not what is gone).
-  std::vector<std::uint64_t> unwritten_drops;
+  // Positions and reconciliation sets, changed only through its named transitions.
+  PartitionProgress progress;
   FprProbe fpr_probe;
 };
 

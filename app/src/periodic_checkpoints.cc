@@ -11,8 +11,8 @@ using connectors::KafkaError;
 using connectors::TopicPartition;
 using connectors::TopicPartitions;
 
-PeriodicCheckpoints::PeriodicCheckpoints(ServiceContext& context, PartitionState& state, OutputRouter& router)
-    : context_(context), state_(state), router_(router) {}
+PeriodicCheckpoints::PeriodicCheckpoints(ServiceContext& context, PartitionState& state, const CommitPorts& ports)
+    : context_(context), state_(state), output_(ports.output), input_(ports.input), records_(ports.records) {}
 
 void PeriodicCheckpoints::start() { next_checkpoint_ = Clock::now() + context_.config.state.checkpoint_interval; }
 
@@ -29,16 +29,15 @@ CheckpointResult PeriodicCheckpoints::checkpoint_now(const std::vector<Partition
   settle(/*may_flush=*/true);
   CheckpointResult result;
   if (context_.failed()) return {false, 0};
-  connectors::Producer& producer = *context_.producer;
-  if (KafkaError error = producer.flush(time_left(deadline)); !error.ok()) {
+  if (KafkaError error = output_.flush(time_left(deadline)); !error.ok()) {
     spdlog::warn("flush did not finish ({} records in flight): {}; no state written, offsets not committed",
-                 producer.outq_len(), error.message());
+                 output_.in_flight(), error.message());
     return {false, 0, false};
   }
   if (context_.failed()) return {false, 0, false};  // a delivery failed during the flush
   std::vector<PartitionWorker*> changed;
   for (PartitionWorker* worker : workers) {
-    if (worker->next_offset >= 0 && worker->next_offset != worker->checkpointed_offset) changed.push_back(worker);
+    if (worker->progress.moved_since_checkpoint()) changed.push_back(worker);
   }
   result.state_failures = state_.write_states(changed);
   result.committed = commit_checkpointed(workers, mode);
@@ -51,19 +50,19 @@ bool PeriodicCheckpoints::commit_checkpointed(const std::vector<PartitionWorker*
   TopicPartitions offsets;
   std::vector<PartitionWorker*> committing;
   for (PartitionWorker* worker : workers) {
-    if (worker->checkpointed_offset < 0 || worker->checkpointed_offset == worker->committed_offset) continue;
-    offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->checkpointed_offset,
-                                     std::to_string(worker->checkpointed_output), {}});
+    if (!worker->progress.checkpoint_uncommitted()) continue;
+    offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->progress.checkpointed_offset(),
+                                     std::to_string(worker->progress.checkpointed_output()), {}});
     committing.push_back(worker);
   }
   if (offsets.empty()) return true;
-  if (KafkaError error = context_.consumer->commit(offsets, mode); !error.ok()) {
+  if (KafkaError error = input_.commit(offsets, mode); !error.ok()) {
     spdlog::warn("offset commit failed: {}", error.describe());
     return false;
   }
   for (PartitionWorker* worker : committing) {
-    worker->committed_offset = worker->checkpointed_offset;
-    worker->report->committed_offset = worker->checkpointed_offset;
+    worker->progress.commit_sent();
+    worker->report->committed_offset = worker->progress.committed_offset();
   }
   ++context_.counters.commits;
   return true;
@@ -77,7 +76,7 @@ void PeriodicCheckpoints::commit_answered(const KafkaError& error, const TopicPa
   for (const TopicPartition& partition : partitions) {
     if (error.ok() && partition.error.ok()) continue;
     PartitionWorker* worker = state_.find(PartitionKey(partition.topic, partition.partition));
-    if (worker != nullptr && worker->committed_offset == partition.offset) worker->committed_offset = connectors::kNoOffset;
+    if (worker != nullptr) worker->progress.commit_refused(partition.offset);
   }
 }
 
@@ -88,9 +87,9 @@ void PeriodicCheckpoints::capture() {
   if (context_.failed()) return;
   state_.notice_quarantines();
   PendingCheckpoint pending;
-  pending.epoch = router_.seal_epoch();
+  pending.epoch = records_.seal_epoch();
   for (PartitionWorker* worker : state_.all_workers()) {
-    if (worker->next_offset < 0 || worker->next_offset == worker->checkpointed_offset) continue;
+    if (!worker->progress.moved_since_checkpoint()) continue;
     pending.images.push_back(state_.image_of(*worker));
     PartitionState::image_taken(*worker);
     pending.workers.push_back(worker);
@@ -107,7 +106,7 @@ void PeriodicCheckpoints::capture() {
 void PeriodicCheckpoints::advance() {
   if (!pending_ || context_.failed()) return;
   if (!writer_.busy()) {
-    if (!router_.delivered_through(pending_->epoch)) return;
+    if (!records_.delivered_through(pending_->epoch)) return;
     writer_.submit(state_.store(), std::move(pending_->images));
     return;
   }
@@ -122,14 +121,13 @@ void PeriodicCheckpoints::advance() {
 void PeriodicCheckpoints::settle(bool may_flush) {
   if (!pending_) return;
   if (!writer_.busy()) {
-    connectors::Producer& producer = *context_.producer;
-    if (may_flush && !context_.failed() && !router_.delivered_through(pending_->epoch)) {
-      if (KafkaError error = producer.flush(context_.flush_budget()); !error.ok()) {
+    if (may_flush && !context_.failed() && !records_.delivered_through(pending_->epoch)) {
+      if (KafkaError error = output_.flush(context_.flush_budget()); !error.ok()) {
         spdlog::warn("flush did not finish ({} records in flight): {}; the checkpoint taken is not written",
-                     producer.outq_len(), error.message());
+                     output_.in_flight(), error.message());
       }
     }
-    if (context_.failed() || !router_.delivered_through(pending_->epoch)) {
+    if (context_.failed() || !records_.delivered_through(pending_->epoch)) {
       for (std::size_t i = 0; i < pending_->workers.size(); ++i) {
         PartitionState::unpersisted(*pending_->workers[i], pending_->images[i]);
       }

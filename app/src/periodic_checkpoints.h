@@ -13,14 +13,13 @@
 
 #include "checkpoint_writer.h"
 #include "commit_protocol.h"
-#include "output_router.h"
 #include "partition_state.h"
 
 namespace bloomgate::app {
 
 class PeriodicCheckpoints final : public CommitProtocol {
  public:
-  PeriodicCheckpoints(ServiceContext& context, PartitionState& state, OutputRouter& router);
+  PeriodicCheckpoints(ServiceContext& context, PartitionState& state, const CommitPorts& ports);
 
   void configure_producer(connectors::ProducerOptions&) const override {}
   void start() override;
@@ -49,7 +48,9 @@ class PeriodicCheckpoints final : public CommitProtocol {
 
   ServiceContext& context_;
   PartitionState& state_;
-  OutputRouter& router_;
+  OutputQueue& output_;
+  InputPositions& input_;
+  ProducedRecords& records_;
   Clock::time_point next_checkpoint_;
   std::optional<PendingCheckpoint> pending_;
   CheckpointWriter writer_{kGroupCommitBytes};  // must stop before the state store closes

@@ -23,7 +23,7 @@
 
 namespace bloomgate::app {
 
-class ServiceLoop {
+class ServiceLoop final : private ProduceEvents, private StateEvents {
  public:
   // `config`, `options` and `directory` must outlive the loop; the directory is opened before run().
   ServiceLoop(const config::Config& config, const ServiceOptions& options, StateDirectory& directory);
@@ -51,13 +51,20 @@ class ServiceLoop {
   void close_clients() noexcept;
   RunResult result() const;
 
+  // What the parts report, answered from the commit protocol.
+  bool before_produce() override { return protocol_->before_produce(); }
+  bool produce_refused(const connectors::KafkaError& error) override { return protocol_->absorb_produce_error(error); }
+  bool delivery_failed(const connectors::KafkaError& error) override { return protocol_->absorb_delivery_failure(error); }
+  void before_quarantine() override { protocol_->settle(/*may_flush=*/true); }
+
   const config::Config& config_;
   const ServiceOptions& options_;
   ServiceContext context_{config_, options_};
-  OutputRouter router_{context_};
+  OutputRouter router_{context_, *this};
   PartitionState state_;
   ServiceReporter reporter_{context_, state_};
-  std::unique_ptr<CommitProtocol> protocol_ = make_commit_protocol(context_, state_, router_);
+  KafkaCommitPorts ports_{context_, router_};
+  std::unique_ptr<CommitProtocol> protocol_ = make_commit_protocol(context_, state_, ports_.ports());
   Assignment assignment_{context_, state_, *protocol_, reporter_};
   RetentionCheck retention_;
 

@@ -4,7 +4,9 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <vector>
 
 #include "bloomgate/app/build_info.h"
@@ -42,72 +44,86 @@ auto& family(Builder builder, prometheus::Registry& registry, const char* name, 
   return builder.Name(name).Help(help).Register(registry);
 }
 
+// The per-partition series, one row each: the counters (service.h's BLOOMGATE_PARTITION_COUNTERS) and the
+// gauges (below). The events by outcome, the dead letters by reason and the duplicates' ages have labels or
+// buckets of their own (PartitionSeries).
+struct PartitionCounter {
+  const char* name;
+  const char* help;
+  std::uint64_t PartitionReport::*field;
+};
+
+const PartitionCounter kPartitionCounters[] = {
+#define BLOOMGATE_COUNTER_ROW(field, name, help) {name, help, &PartitionReport::field},
+    BLOOMGATE_PARTITION_COUNTERS(BLOOMGATE_COUNTER_ROW)
+#undef BLOOMGATE_COUNTER_ROW
+};
+
+// A gauge per partition: a new one is one row here.
+struct PartitionGauge {
+  const char* name;
+  const char* help;
+  double (*value)(const PartitionReport&);
+};
+
+double lag_of(const PartitionReport& p) {
+  const bool known = p.high_watermark >= 0 && p.next_offset >= 0;
+  return known ? static_cast<double>(std::max<std::int64_t>(p.high_watermark - p.next_offset, 0)) : 0;
+}
+
+using Report = const PartitionReport&;
+const PartitionGauge kPartitionGauges[] = {
+    {"bloomgate_filter_slices", "Slices in the partition's filter",
+     [](Report p) { return static_cast<double>(p.filter.slices); }},
+    {"bloomgate_filter_cells", "Cells (bits) of the partition's filter; promtool's lint forbids the unit name bits",
+     [](Report p) { return static_cast<double>(p.filter.bits); }},
+    {"bloomgate_filter_memory_bytes", "Memory of the partition's filter cells",  // line padding is memory too
+     [](Report p) { return static_cast<double>(p.filter.bits + p.filter.padding_bits) / 8; }},
+    {"bloomgate_filter_elements", "Distinct keys the partition's filter holds within its window",
+     [](Report p) { return static_cast<double>(p.filter.elements); }},
+    {"bloomgate_filter_cells_per_element", "Filter cells (bits) per key in the window",
+     [](Report p) { return p.filter.bits_per_element; }},
+    {"bloomgate_filter_estimated_fpr", "False-positive rate estimated from the live slices' fill",
+     [](Report p) { return p.filter.estimated_fpr; }},
+    {"bloomgate_filter_target_fpr", "The configured false-positive rate", [](Report p) { return p.filter.target_fpr; }},
+    {"bloomgate_filter_effective_window_seconds",
+     "Age of the oldest slice still valid (compare with bloomgate_pipeline_ttl_seconds)",
+     [](Report p) {
+       const auto& window = p.filter.effective_window;
+       return window ? std::chrono::duration<double>(*window).count() : 0.0;
+     }},
+    {"bloomgate_partition_assigned", "1 while this member owns the input partition",
+     [](Report p) { return p.assigned ? 1.0 : 0.0; }},
+    {"bloomgate_partition_next_offset", "The next input offset to process",
+     [](Report p) { return static_cast<double>(p.next_offset); }},
+    {"bloomgate_filter_observed_fpr", "False positives among the probe keys of the last 100 samples",
+     [](Report p) { return p.observed_fpr; }},
+    {"bloomgate_consumer_lag_records", "High watermark minus the next offset to process", lag_of},
+    {"bloomgate_checkpoint_duration_seconds", "How long the partition's last checkpoint took to write and sync",
+     [](Report p) { return p.last_checkpoint_seconds; }},
+    {"bloomgate_restored_partitions", "1 when the partition's current (or last) assignment started from its checkpoint",
+     [](Report p) { return p.restored ? 1.0 : 0.0; }},
+    {"bloomgate_restore_duration_seconds",
+     "How long the partition's last restore (checkpoint read, filter built) took",
+     [](Report p) { return p.last_restore_seconds; }},
+    {"bloomgate_rebuilding", "1 while the partition's filter is being rebuilt from the input history",
+     [](Report p) { return p.rebuilding ? 1.0 : 0.0; }},
+    {"bloomgate_rebuild_progress_ratio",
+     "Share of the input records to read that the current (or last) rebuild has read",
+     [](Report p) { return p.rebuild_progress; }},
+    {"bloomgate_rebuild_duration_seconds", "How long the partition's last rebuild took",
+     [](Report p) { return p.last_rebuild_seconds; }},
+};
+
 }  // namespace
 
 struct ServiceMetrics::Families {
   explicit Families(prometheus::Registry& r)
-      : consumed(family(prometheus::BuildCounter(), r, "bloomgate_events_consumed_total",
-            "Events consumed from an input partition")),
-        events(family(prometheus::BuildCounter(), r, "bloomgate_events_total",
+      : events(family(prometheus::BuildCounter(), r, "bloomgate_events_total",
             "Events by outcome: forwarded, duplicate (dropped or written to the duplicates topic), dead_letter")),
         dead_letters(family(prometheus::BuildCounter(), r, "bloomgate_dead_letters_total",
             "Events sent to the dead-letter topic, by reason")),
-        slices(family(prometheus::BuildGauge(), r, "bloomgate_filter_slices", "Slices in the partition's filter")),
-        bits(family(prometheus::BuildGauge(), r, "bloomgate_filter_cells",
-            "Cells (bits) of the partition's filter; promtool's lint forbids the unit name bits")),
-        memory(family(prometheus::BuildGauge(), r, "bloomgate_filter_memory_bytes",
-            "Memory of the partition's filter cells")),
-        elements(family(prometheus::BuildGauge(), r, "bloomgate_filter_elements",
-            "Distinct keys the partition's filter holds within its window")),
-        bits_per_element(family(prometheus::BuildGauge(), r, "bloomgate_filter_cells_per_element",
-            "Filter cells (bits) per key in the window")),
-        estimated_fpr(family(prometheus::BuildGauge(), r, "bloomgate_filter_estimated_fpr",
-            "False-positive rate estimated from the live slices' fill")),
-        target_fpr(family(prometheus::BuildGauge(), r, "bloomgate_filter_target_fpr",
-            "The configured false-positive rate")),
-        effective_window(family(prometheus::BuildGauge(), r, "bloomgate_filter_effective_window_seconds",
-            "Age of the oldest slice still valid (compare with bloomgate_pipeline_ttl_seconds)")),
         ttl(family(prometheus::BuildGauge(), r, "bloomgate_pipeline_ttl_seconds", "The pipeline's configured TTL")),
-        assigned(family(prometheus::BuildGauge(), r, "bloomgate_partition_assigned",
-            "1 while this member owns the input partition")),
-        next_offset(family(prometheus::BuildGauge(), r, "bloomgate_partition_next_offset",
-            "The next input offset to process")),
-        fpr_probes(family(prometheus::BuildCounter(), r, "bloomgate_filter_fpr_probes_total",
-            "Random never-inserted keys asked of the filter to measure its false-positive rate")),
-        fpr_probe_hits(family(prometheus::BuildCounter(), r, "bloomgate_filter_fpr_probe_hits_total",
-            "Probe keys the filter reported present: false positives")),
-        observed_fpr(family(prometheus::BuildGauge(), r, "bloomgate_filter_observed_fpr",
-            "False positives among the probe keys of the last 100 samples")),
-        lag(family(prometheus::BuildGauge(), r, "bloomgate_consumer_lag_records",
-            "High watermark minus the next offset to process")),
-        checkpoints(family(prometheus::BuildCounter(), r, "bloomgate_checkpoints_total",
-            "Checkpoints of the partition's filter and offsets written to the state store")),
-        checkpoint_bytes(family(prometheus::BuildCounter(), r, "bloomgate_checkpoint_bytes_total",
-            "Bytes of the checkpoints written (RocksDB WriteBatch sizes)")),
-        checkpoint_duration(family(prometheus::BuildGauge(), r, "bloomgate_checkpoint_duration_seconds",
-            "How long the partition's last checkpoint took to write and sync")),
-        checkpoint_failures(family(prometheus::BuildCounter(), r, "bloomgate_checkpoint_failures_total",
-            "Checkpoints the state store refused (full disk, I/O error); the offset was not committed")),
-        restored(family(prometheus::BuildGauge(), r, "bloomgate_restored_partitions",
-            "1 when the partition's current (or last) assignment started from its checkpoint")),
-        reconciled(family(prometheus::BuildCounter(), r, "bloomgate_reconciled_events_total",
-            "Replayed events not produced again: the output already held them (restore)")),
-        state_corruptions(family(prometheus::BuildCounter(), r, "bloomgate_state_corruptions_total",
-            "Times the partition's stored state was found corrupt and dropped")),
-        restores_behind_commit(family(prometheus::BuildCounter(), r, "bloomgate_restores_behind_commit_total",
-            "Restores from a checkpoint older than the group's committed offset (replayed and reconciled)")),
-        restore_duration(family(prometheus::BuildGauge(), r, "bloomgate_restore_duration_seconds",
-            "How long the partition's last restore (checkpoint read, filter built) took")),
-        rebuilding(family(prometheus::BuildGauge(), r, "bloomgate_rebuilding",
-            "1 while the partition's filter is being rebuilt from the input history")),
-        rebuild_progress(family(prometheus::BuildGauge(), r, "bloomgate_rebuild_progress_ratio",
-            "Share of the input records to read that the current (or last) rebuild has read")),
-        rebuilds(family(prometheus::BuildCounter(), r, "bloomgate_rebuilds_total",
-            "Rebuilds of the partition's filter from the input history, finished")),
-        rebuild_events(family(prometheus::BuildCounter(), r, "bloomgate_rebuild_events_total",
-            "Input records inserted into the filter by rebuilds (nothing was produced)")),
-        rebuild_duration(family(prometheus::BuildGauge(), r, "bloomgate_rebuild_duration_seconds",
-            "How long the partition's last rebuild took")),
         duplicate_age(family(prometheus::BuildHistogram(), r, "bloomgate_duplicate_age_seconds",
             "How long before a duplicate its key had been seen, from the filter slice that matched (time-limited "
             "filter only; buckets are shares of the pipeline's TTL)")),
@@ -122,40 +138,18 @@ struct ServiceMetrics::Families {
         transactions(family(prometheus::BuildCounter(), r, "bloomgate_transactions_total",
             "exactly_once: transactions ended, by result (committed, aborted)")),
         running(family(prometheus::BuildGauge(), r, "bloomgate_running",
-            "1 while the service consumes (start-up checks passed, not stopping)").Add({})) {}
+            "1 while the service consumes (start-up checks passed, not stopping)").Add({})) {
+    for (const PartitionCounter& c : kPartitionCounters) {
+      counters.push_back(&family(prometheus::BuildCounter(), r, c.name, c.help));
+    }
+    for (const PartitionGauge& g : kPartitionGauges) gauges.push_back(&family(prometheus::BuildGauge(), r, g.name, g.help));
+  }
 
-  prometheus::Family<Counter>& consumed;
+  std::vector<prometheus::Family<Counter>*> counters;  // kPartitionCounters' families, in its order
+  std::vector<prometheus::Family<Gauge>*> gauges;      // kPartitionGauges'
   prometheus::Family<Counter>& events;
   prometheus::Family<Counter>& dead_letters;
-  prometheus::Family<Gauge>& slices;
-  prometheus::Family<Gauge>& bits;
-  prometheus::Family<Gauge>& memory;
-  prometheus::Family<Gauge>& elements;
-  prometheus::Family<Gauge>& bits_per_element;
-  prometheus::Family<Gauge>& estimated_fpr;
-  prometheus::Family<Gauge>& target_fpr;
-  prometheus::Family<Gauge>& effective_window;
   prometheus::Family<Gauge>& ttl;
-  prometheus::Family<Gauge>& assigned;
-  prometheus::Family<Gauge>& next_offset;
-  prometheus::Family<Counter>& fpr_probes;
-  prometheus::Family<Counter>& fpr_probe_hits;
-  prometheus::Family<Gauge>& observed_fpr;
-  prometheus::Family<Gauge>& lag;
-  prometheus::Family<Counter>& checkpoints;
-  prometheus::Family<Counter>& checkpoint_bytes;
-  prometheus::Family<Gauge>& checkpoint_duration;
-  prometheus::Family<Counter>& checkpoint_failures;
-  prometheus::Family<Gauge>& restored;
-  prometheus::Family<Counter>& reconciled;
-  prometheus::Family<Counter>& state_corruptions;
-  prometheus::Family<Counter>& restores_behind_commit;
-  prometheus::Family<Gauge>& restore_duration;
-  prometheus::Family<Gauge>& rebuilding;
-  prometheus::Family<Gauge>& rebuild_progress;
-  prometheus::Family<Counter>& rebuilds;
-  prometheus::Family<Counter>& rebuild_events;
-  prometheus::Family<Gauge>& rebuild_duration;
   prometheus::Family<prometheus::Histogram>& duplicate_age;
   prometheus::Histogram& processing;
   Gauge& producer_queue;
@@ -166,39 +160,12 @@ struct ServiceMetrics::Families {
 
 struct ServiceMetrics::PartitionSeries {
   PartitionSeries(Families& f, const Labels& labels, double ttl_seconds)
-      : consumed(f.consumed.Add(labels)),
-        forwarded(f.events.Add(with(labels, "outcome", "forwarded"))),
+      : forwarded(f.events.Add(with(labels, "outcome", "forwarded"))),
         duplicates(f.events.Add(with(labels, "outcome", "duplicate"))),
         dead_lettered(f.events.Add(with(labels, "outcome", "dead_letter"))),
-        slices(f.slices.Add(labels)),
-        bits(f.bits.Add(labels)),
-        memory(f.memory.Add(labels)),
-        elements(f.elements.Add(labels)),
-        bits_per_element(f.bits_per_element.Add(labels)),
-        estimated_fpr(f.estimated_fpr.Add(labels)),
-        target_fpr(f.target_fpr.Add(labels)),
-        effective_window(f.effective_window.Add(labels)),
-        assigned(f.assigned.Add(labels)),
-        next_offset(f.next_offset.Add(labels)),
-        fpr_probes(f.fpr_probes.Add(labels)),
-        fpr_probe_hits(f.fpr_probe_hits.Add(labels)),
-        observed_fpr(f.observed_fpr.Add(labels)),
-        lag(f.lag.Add(labels)),
-        checkpoints(f.checkpoints.Add(labels)),
-        checkpoint_bytes(f.checkpoint_bytes.Add(labels)),
-        checkpoint_duration(f.checkpoint_duration.Add(labels)),
-        checkpoint_failures(f.checkpoint_failures.Add(labels)),
-        restored(f.restored.Add(labels)),
-        reconciled(f.reconciled.Add(labels)),
-        state_corruptions(f.state_corruptions.Add(labels)),
-        restores_behind_commit(f.restores_behind_commit.Add(labels)),
-        restore_duration(f.restore_duration.Add(labels)),
-        rebuilding(f.rebuilding.Add(labels)),
-        rebuild_progress(f.rebuild_progress.Add(labels)),
-        rebuilds(f.rebuilds.Add(labels)),
-        rebuild_events(f.rebuild_events.Add(labels)),
-        rebuild_duration(f.rebuild_duration.Add(labels)),
         duplicate_age(f.duplicate_age.Add(labels, age_bounds(ttl_seconds))) {
+    for (prometheus::Family<Counter>* family : f.counters) counters.push_back(&family->Add(labels));
+    for (prometheus::Family<Gauge>* family : f.gauges) gauges.push_back(&family->Add(labels));
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) {
       const auto reason = reason_name(static_cast<RejectionReason>(i));
       by_reason[i] = &f.dead_letters.Add(with(labels, "reason", std::string(reason)));
@@ -217,76 +184,21 @@ struct ServiceMetrics::PartitionSeries {
   }
 
   void update(const PartitionReport& p) {
-    advance(consumed, p.consumed);
+    for (std::size_t i = 0; i < counters.size(); ++i) advance(*counters[i], p.*kPartitionCounters[i].field);
+    for (std::size_t i = 0; i < gauges.size(); ++i) gauges[i]->Set(kPartitionGauges[i].value(p));
     advance(forwarded, p.counters.forwarded);
     advance(duplicates, p.counters.duplicates);
     advance(dead_lettered, p.counters.dead_lettered);
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) advance(*by_reason[i], p.dead_letters_by_reason[i]);
-    slices.Set(static_cast<double>(p.filter.slices));
-    bits.Set(static_cast<double>(p.filter.bits));
-    memory.Set(static_cast<double>(p.filter.bits + p.filter.padding_bits) / 8);  // line padding is memory too
-    elements.Set(static_cast<double>(p.filter.elements));
-    bits_per_element.Set(p.filter.bits_per_element);
-    estimated_fpr.Set(p.filter.estimated_fpr);
-    target_fpr.Set(p.filter.target_fpr);
-    effective_window.Set(p.filter.effective_window ? std::chrono::duration<double>(*p.filter.effective_window).count() : 0);
-    assigned.Set(p.assigned ? 1 : 0);
-    next_offset.Set(static_cast<double>(p.next_offset));
-    advance(fpr_probes, p.fpr_probes);
-    advance(fpr_probe_hits, p.fpr_probe_hits);
-    observed_fpr.Set(p.observed_fpr);
-    const bool lag_known = p.high_watermark >= 0 && p.next_offset >= 0;
-    lag.Set(lag_known ? static_cast<double>(std::max<std::int64_t>(p.high_watermark - p.next_offset, 0)) : 0);
-    advance(checkpoints, p.checkpoints);
-    advance(checkpoint_bytes, p.checkpoint_bytes);
-    checkpoint_duration.Set(p.last_checkpoint_seconds);
-    advance(checkpoint_failures, p.checkpoint_failures);
-    restored.Set(p.restored ? 1 : 0);
-    advance(reconciled, p.reconciled);
-    advance(state_corruptions, p.state_corruptions);
-    advance(restores_behind_commit, p.restores_behind_commit);
-    restore_duration.Set(p.last_restore_seconds);
-    rebuilding.Set(p.rebuilding ? 1 : 0);
-    rebuild_progress.Set(p.rebuild_progress);
-    advance(rebuilds, p.rebuilds);
-    advance(rebuild_events, p.rebuild_events);
-    rebuild_duration.Set(p.last_rebuild_seconds);
     publish_increments(duplicate_age, p.duplicate_ages, published_ages);
   }
 
-  Counter& consumed;
+  std::vector<Counter*> counters;  // in kPartitionCounters' order
+  std::vector<Gauge*> gauges;      // in kPartitionGauges' order
   Counter& forwarded;
   Counter& duplicates;
   Counter& dead_lettered;
   std::array<Counter*, kRejectionReasonCount> by_reason{};
-  Gauge& slices;
-  Gauge& bits;
-  Gauge& memory;
-  Gauge& elements;
-  Gauge& bits_per_element;
-  Gauge& estimated_fpr;
-  Gauge& target_fpr;
-  Gauge& effective_window;
-  Gauge& assigned;
-  Gauge& next_offset;
-  Counter& fpr_probes;
-  Counter& fpr_probe_hits;
-  Gauge& observed_fpr;
-  Gauge& lag;
-  Counter& checkpoints;
-  Counter& checkpoint_bytes;
-  Gauge& checkpoint_duration;
-  Counter& checkpoint_failures;
-  Gauge& restored;
-  Counter& reconciled;
-  Counter& state_corruptions;
-  Counter& restores_behind_commit;
-  Gauge& restore_duration;
-  Gauge& rebuilding;
-  Gauge& rebuild_progress;
-  Counter& rebuilds;
-  Counter& rebuild_events;
-  Gauge& rebuild_duration;
   prometheus::Histogram& duplicate_age;
   DuplicateAgeHistogram published_ages;
 };

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "bloomgate/connectors/admin.h"
-#include "partition_state.h"
+#include "state_directory.h"
 
 namespace bloomgate::app {
 namespace {
@@ -49,21 +49,13 @@ void add(BucketCounts<Bounds>& into, const BucketCounts<Bounds>& from) {
 // fields are gauges.
 template <typename Op>
 void for_each_counter(PartitionReport& into, const PartitionReport& from, Op op) {
-  op(into.consumed, from.consumed);
+#define BLOOMGATE_MERGE_COUNTER(field, name, help) op(into.field, from.field);
+  BLOOMGATE_PARTITION_COUNTERS(BLOOMGATE_MERGE_COUNTER)
+#undef BLOOMGATE_MERGE_COUNTER
   op(into.counters.forwarded, from.counters.forwarded);
   op(into.counters.duplicates, from.counters.duplicates);
   op(into.counters.dead_lettered, from.counters.dead_lettered);
   op(into.dead_letters_by_reason, from.dead_letters_by_reason);
-  op(into.fpr_probes, from.fpr_probes);
-  op(into.fpr_probe_hits, from.fpr_probe_hits);
-  op(into.checkpoints, from.checkpoints);
-  op(into.checkpoint_bytes, from.checkpoint_bytes);
-  op(into.checkpoint_failures, from.checkpoint_failures);
-  op(into.reconciled, from.reconciled);
-  op(into.state_corruptions, from.state_corruptions);
-  op(into.restores_behind_commit, from.restores_behind_commit);
-  op(into.rebuilds, from.rebuilds);
-  op(into.rebuild_events, from.rebuild_events);
   op(into.duplicate_ages, from.duplicate_ages);
 }
 

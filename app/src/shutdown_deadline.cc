@@ -3,12 +3,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "bloomgate/app/exit_codes.h"
+
 namespace bloomgate::app {
 
 namespace {
 // How often the watcher looks at the stop flag (a signal handler can only set an atomic).
 constexpr std::chrono::milliseconds kStopPollInterval{50};
-constexpr int kExitServiceFailed = 1;
 }  // namespace
 
 ShutdownDeadline::ShutdownDeadline(const std::atomic<bool>& stop_requested, std::chrono::milliseconds grace)

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "assignment.h"
 
@@ -19,8 +20,8 @@ constexpr std::chrono::milliseconds kTransactionInitTimeout{60'000};
 
 }  // namespace
 
-TransactionalCommits::TransactionalCommits(ServiceContext& context, PartitionState& state, OutputRouter& router)
-    : context_(context), state_(state), router_(router) {}
+TransactionalCommits::TransactionalCommits(ServiceContext& context, PartitionState& state, CommitPorts ports)
+    : context_(context), state_(state), ports_(std::move(ports)) {}
 
 void TransactionalCommits::configure_producer(connectors::ProducerOptions& options) const {
   options.transactional_id = config::transactional_id(context_.config.kafka);
@@ -29,7 +30,7 @@ void TransactionalCommits::configure_producer(connectors::ProducerOptions& optio
 // Before the consumer joins: a predecessor with this transactional.id is fenced and its open transaction
 // ended, so the reconciliation read that follows an assignment sees the output as it will stay.
 void TransactionalCommits::start() {
-  transaction_ = std::make_unique<OutputTransaction>(*context_.producer);
+  transaction_ = ports_.make_transactions();
   transaction_->init(Clock::now() + kTransactionInitTimeout);
   spdlog::info("exactly_once: transactional.id {}", config::transactional_id(context_.config.kafka));
   next_checkpoint_ = Clock::now() + context_.config.state.checkpoint_interval;
@@ -90,23 +91,22 @@ void TransactionalCommits::close() {
 CheckpointResult TransactionalCommits::commit(Clock::time_point deadline) {
   if (context_.failed()) return {false, 0};
   if (transaction_doomed_) return abort_and_rewind(*transaction_doomed_);
-  connectors::Producer& producer = *context_.producer;
-  if (KafkaError error = producer.flush(time_left(deadline)); !error.ok()) {
-    spdlog::warn("flush did not finish ({} records in flight): {}; the transaction stays open", producer.outq_len(),
-                 error.message());
+  if (KafkaError error = ports_.output.flush(time_left(deadline)); !error.ok()) {
+    spdlog::warn("flush did not finish ({} records in flight): {}; the transaction stays open",
+                 ports_.output.in_flight(), error.message());
     return {false, 0, false};
   }
   if (transaction_doomed_) return abort_and_rewind(*transaction_doomed_);
   TopicPartitions offsets;
   std::vector<PartitionWorker*> committing;
   for (PartitionWorker* worker : state_.all_workers()) {
-    if (worker->next_offset < 0 || worker->next_offset == worker->committed_offset) continue;
-    offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->next_offset,
-                                     std::to_string(router_.output_offset(*worker)), {}});
+    if (!worker->progress.uncommitted()) continue;
+    offsets.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->progress.next_offset(),
+                                     std::to_string(ports_.records.output_offset(*worker)), {}});
     committing.push_back(worker);
   }
   const bool was_open = transaction_->is_open();
-  const TransactionResult result = transaction_->commit(offsets, *context_.consumer, deadline);
+  const TransactionResult result = transaction_->commit(offsets, deadline);
   if (result.outcome == TransactionOutcome::kAborted) return rewound_after_abort();
   if (result.outcome == TransactionOutcome::kFailed) {
     context_.fail("exactly_once: the transaction could not be committed (" + result.error.describe() +
@@ -116,12 +116,8 @@ CheckpointResult TransactionalCommits::commit(Clock::time_point deadline) {
   if (was_open || !offsets.empty()) ++context_.counters.transactions_committed;
   if (!offsets.empty()) ++context_.counters.commits;
   CheckpointResult checkpointed;
-  for (PartitionWorker* worker : state_.all_workers()) worker->decided_since_commit = false;
-  for (PartitionWorker* worker : committing) {
-    worker->committed_offset = worker->next_offset;
-    worker->report->committed_offset = worker->next_offset;
-    worker->delivered_at_last_commit = worker->delivered;
-  }
+  for (PartitionWorker* worker : state_.all_workers()) worker->progress.transaction_committed();
+  for (PartitionWorker* worker : committing) worker->report->committed_offset = worker->progress.committed_offset();
   checkpointed.state_failures = state_.write_states(committing);
   // The rewind after an abort restores filters from the store: a checkpoint behind the last commit would
   // replay committed events into the output again.
@@ -150,7 +146,7 @@ CheckpointResult TransactionalCommits::rewound_after_abort() {
   ++context_.counters.transactions_aborted;
   // Serve the purged records' delivery reports now, so they cannot doom the next transaction.
   discarding_aborted_ = true;
-  static_cast<void>(context_.producer->flush(kCheckpointFlushTimeout));
+  static_cast<void>(ports_.output.flush(kCheckpointFlushTimeout));
   discarding_aborted_ = false;
   transaction_doomed_.reset();
   rewind_to_last_commit();
@@ -164,11 +160,11 @@ CheckpointResult TransactionalCommits::rewound_after_abort() {
 void TransactionalCommits::rewind_to_last_commit() {
   TopicPartitions positions;
   for (const auto& [key, worker] : state_.workers()) {
-    if (!worker->decided_since_commit && worker->next_offset == worker->checkpointed_offset) continue;
+    if (!worker->progress.decided_since_commit() && !worker->progress.moved_since_checkpoint()) continue;
     if (!rewind(*worker)) return;
-    positions.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->next_offset, {}, {}});
+    positions.push_back(TopicPartition{worker->id.topic, worker->id.partition, worker->progress.next_offset(), {}, {}});
   }
-  if (KafkaError error = context_.consumer->seek(positions, kMetadataTimeout); !error.ok()) {
+  if (KafkaError error = ports_.input.seek(positions, kMetadataTimeout); !error.ok()) {
     context_.fail("exactly_once: rewinding the input after an aborted transaction failed: " + error.describe());
     return;
   }
@@ -177,7 +173,7 @@ void TransactionalCommits::rewind_to_last_commit() {
 
 bool TransactionalCommits::rewind(PartitionWorker& worker) {
   const std::string name = connectors::to_string(worker.id);
-  if (worker.checkpointed_offset < 0) {
+  if (worker.progress.checkpointed_offset() < 0) {
     context_.fail("exactly_once: " + name + " cannot be rewound after an aborted transaction: it has no checkpoint "
                   "(its start offset was unknown)");
     return false;
@@ -185,7 +181,7 @@ bool TransactionalCommits::rewind(PartitionWorker& worker) {
   try {
     connectors::StateStore& store = state_.store();
     const std::optional<connectors::StoredPartition> stored = store.read(worker.id);
-    if (!stored || stored->checkpoint.next_offset != worker.checkpointed_offset) {
+    if (!stored || stored->checkpoint.next_offset != worker.progress.checkpointed_offset()) {
       throw std::runtime_error("the store does not hold the checkpoint of the last commit");
     }
     worker.deduplicator = PartitionDeduplicator(*worker.pipeline, wall_clock_now,
@@ -195,10 +191,8 @@ bool TransactionalCommits::rewind(PartitionWorker& worker) {
     context_.fail("exactly_once: " + name + " cannot be rewound after an aborted transaction: " + e.what());
     return false;
   }
-  worker.next_offset = worker.checkpointed_offset;
-  worker.report->next_offset = worker.next_offset;
-  worker.delivered = worker.delivered_at_last_commit;
-  worker.decided_since_commit = false;
+  worker.progress.rewound();
+  worker.report->next_offset = worker.progress.next_offset();
   return true;
 }
 

@@ -13,15 +13,13 @@
 #include <vector>
 
 #include "commit_protocol.h"
-#include "output_router.h"
-#include "output_transaction.h"
 #include "partition_state.h"
 
 namespace bloomgate::app {
 
 class TransactionalCommits final : public CommitProtocol {
  public:
-  TransactionalCommits(ServiceContext& context, PartitionState& state, OutputRouter& router);
+  TransactionalCommits(ServiceContext& context, PartitionState& state, CommitPorts ports);
 
   void configure_producer(connectors::ProducerOptions& options) const override;
   void start() override;
@@ -46,9 +44,9 @@ class TransactionalCommits final : public CommitProtocol {
 
   ServiceContext& context_;
   PartitionState& state_;
-  OutputRouter& router_;
+  CommitPorts ports_;
   Clock::time_point next_checkpoint_;
-  std::unique_ptr<OutputTransaction> transaction_;          // uses the context's producer
+  std::unique_ptr<Transactions> transaction_;               // made at start(), over the producer
   std::optional<connectors::KafkaError> transaction_doomed_;  // a delivery failed: the open transaction must abort
   bool discarding_aborted_ = false;                         // serving the purged records' reports after an abort
 };

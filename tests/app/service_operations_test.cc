@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "../support/http_client.h"
@@ -33,6 +34,50 @@ std::int64_t output_records(const TestBroker& broker) { return total(end_offsets
 std::int64_t elapsed_ms(Clock::time_point since) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
 }
+
+// A stream of "orders" produced in three parts: the first at once, each next one on a thread of its own
+// from start_next() on, while the run before it stops. The runs are paced by what the service did (consumed,
+// forwarded), not by the clock.
+class StreamInThirds {
+ public:
+  StreamInThirds(const TestBroker& broker, const std::vector<Event>& events) : broker_(broker), events_(events) {
+    produce_all(broker_, "orders", std::vector<Event>(events_.begin(), end_of(0)));
+  }
+  ~StreamInThirds() { (void)join(); }
+  StreamInThirds(const StreamInThirds&) = delete;
+  StreamInThirds& operator=(const StreamInThirds&) = delete;
+
+  // The events of the parts produced (or being produced) so far.
+  std::vector<Event> produced() const { return std::vector<Event>(events_.begin(), end_of(parts_ - 1)); }
+  void start_next() {
+    const std::vector<Event> next(end_of(parts_ - 1), end_of(parts_));
+    ++parts_;
+    next_ = std::thread([this, next] {
+      try {
+        produce_all(broker_, "orders", next);
+      } catch (const std::exception& e) {
+        error_ = e.what();
+      }
+    });
+  }
+  // Waits for the part being produced; what went wrong producing it, or "".
+  std::string join() {
+    if (next_.joinable()) next_.join();
+    return error_;
+  }
+
+ private:
+  std::vector<Event>::const_iterator end_of(int part) const {
+    if (part >= 2) return events_.end();
+    return events_.begin() + static_cast<std::ptrdiff_t>(events_.size() / 3) * (part + 1);
+  }
+
+  const TestBroker& broker_;
+  const std::vector<Event>& events_;
+  int parts_ = 1;
+  std::string error_;
+  std::thread next_;
+};
 
 // Prints and records the counts, then checks them: nothing forwarded twice, nothing lost (the filter's
 // false positives at 1e-6 over these streams are expected ~0.01: none is allowed for).
@@ -71,23 +116,26 @@ TEST(Operations, AStopMidStreamAndARestartReplayNothing) {
   const config::Config config = service_config(broker, "clean-stop", {orders_pipeline()});
 
   // Three runs on one state directory: the first two are stopped while the stream still arrives (after
-  // consuming 2,000 events), the last once everything is committed.
+  // consuming 2,000 events, the next third of the stream produced during the stop), the last once
+  // everything is committed.
   std::uint64_t consumed = 0;
   std::uint64_t reconciled = 0;
   {
-    PacedProducer producer(broker, "orders", events, 1'200);
+    StreamInThirds stream(broker, events);
     for (int run = 0; run < 3; ++run) {
       ServiceThread service(config, broker);
       const bool last = run == 2;
       if (last) {
-        ASSERT_EQ(producer.join(), "");
         EXPECT_TRUE(wait_until_restored(service, 4)) << "the last run was not assigned its partitions";
         EXPECT_TRUE(wait_until_committed_to_end(broker, "clean-stop", "orders", std::chrono::seconds(40)));
-      } else {  // 2,000 events into the run, or all that are left when a slow group join let the stream run ahead
-        const std::uint64_t left = events.size() - std::min<std::uint64_t>(consumed, events.size());
+      } else {  // 2,000 events into the run, or all that are left
+        const std::uint64_t produced = stream.produced().size();
+        const std::uint64_t left = produced - std::min<std::uint64_t>(consumed, produced);
         EXPECT_TRUE(service.wait_until_consumed(std::min<std::uint64_t>(2'000, left))) << "run " << run;
+        stream.start_next();
       }
       const std::optional<RunResult> result = service.stop();
+      ASSERT_EQ(stream.join(), "");
       ASSERT_TRUE(result && result->exit_code == 0) << "run " << run << ": " << describe(result);
       const ServiceSnapshot snapshot = service.snapshot();
       consumed += snapshot.consumed;
@@ -123,20 +171,21 @@ TEST(Operations, SigtermMidStreamAndARestartOfTheBinaryReplayNothing) {
   std::uint64_t consumed = 0;
   std::uint64_t reconciled = 0;
   {
-    PacedProducer producer(broker, "orders", events, 1'200);
+    StreamInThirds stream(broker, events);  // each next third produced during the SIGTERM before it
     for (int run = 0; run < 3; ++run) {
       BloomgateProcess bloomgate(yaml, dir.file("stdout-" + std::to_string(run)), dir.file("stderr-" + std::to_string(run)));
       const bool last = run == 2;
       if (last) {
-        ASSERT_EQ(producer.join(), "");
         EXPECT_TRUE(wait_for_log(bloomgate, "restored from the checkpoint", 4)) << bloomgate.output();
         EXPECT_TRUE(wait_until_committed_to_end(broker, "sigterm", "orders", std::chrono::seconds(40)));
       } else {
-        const std::int64_t target = std::min(output_records(broker) + 1'500, distinct_keys(events));
+        const std::int64_t target = std::min(output_records(broker) + 1'500, distinct_keys(stream.produced()));
         EXPECT_TRUE(wait_for_output(broker, "orders-unique", target)) << "run " << run;
+        stream.start_next();
       }
       bloomgate.signal(SIGTERM);
       const std::optional<int> exit_code = bloomgate.wait(kWaitLimit);
+      ASSERT_EQ(stream.join(), "");
       const std::string log = bloomgate.error_output();
       ASSERT_EQ(exit_code, std::optional<int>(0)) << "run " << run << ":\n" << log;
       const std::optional<std::uint64_t> run_consumed = consumed_in_log(log);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomgate/app/exit_codes.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
 
@@ -45,12 +46,6 @@ struct FilterCommandResult {
 // present centuries ahead, where no later key would ever expire (docs/decisions/filter-timestamp-range.md).
 inline constexpr std::int64_t kFirstTimestampMillis = 0;
 inline constexpr std::int64_t kLastTimestampMillis = 4'102'444'799'999;
-
-// Exit codes of the command.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitMalformedLines = 1;  // the output is complete, but some input lines were skipped
-inline constexpr int kExitUsage = 2;
-inline constexpr int kExitIoError = 3;  // FilterCommandResult::io_error: stopped early, the output is incomplete
 
 using ProcessingClock = std::function<filters::TimePoint()>;
 

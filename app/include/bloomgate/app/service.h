@@ -73,6 +73,7 @@
 #include <string>
 #include <vector>
 
+#include "bloomgate/app/exit_codes.h"
 #include "bloomgate/app/key_extractor.h"
 #include "bloomgate/app/partition_deduplicator.h"
 #include "bloomgate/config/config.h"
@@ -85,9 +86,7 @@ class StateEnvironment;  // connectors/state: state_environment.h
 
 namespace bloomgate::app {
 
-class StateDirectory;  // app/src/partition_state.h
-
-inline constexpr int kExitServiceFailed = 1;  // a runtime failure; the log says which
+class StateDirectory;  // app/src/state_directory.h
 
 namespace headers {
 inline constexpr const char* kPipeline = "bloomgate.pipeline";
@@ -137,12 +136,41 @@ struct DuplicateAgeHistogram : BucketCounts<9> {
 
 // One input partition as the service has seen it since start (counters survive a revocation, so
 // Prometheus counters never go backwards when a partition comes back).
+// The per-partition counters that only grow, as (PartitionReport field, Prometheus name, help). A new one is
+// one line here: the report's field, the merge of the workers' reports (service_workers.cc) and its series
+// on /metrics (service_metrics.cc) follow from this list.
+#define BLOOMGATE_PARTITION_COUNTERS(COUNTER)                                                                  \
+  COUNTER(consumed, "bloomgate_events_consumed_total", "Events consumed from an input partition")              \
+  COUNTER(fpr_probes, "bloomgate_filter_fpr_probes_total",                                                     \
+          "Random never-inserted keys asked of the filter to measure its false-positive rate")                 \
+  COUNTER(fpr_probe_hits, "bloomgate_filter_fpr_probe_hits_total",                                             \
+          "Probe keys the filter reported present: false positives")                                           \
+  COUNTER(checkpoints, "bloomgate_checkpoints_total",                                                          \
+          "Checkpoints of the partition's filter and offsets written to the state store")                      \
+  COUNTER(checkpoint_bytes, "bloomgate_checkpoint_bytes_total",                                                \
+          "Bytes of the checkpoints written (RocksDB WriteBatch sizes)")                                       \
+  COUNTER(checkpoint_failures, "bloomgate_checkpoint_failures_total",                                          \
+          "Checkpoints the state store refused (full disk, I/O error); the offset was not committed")          \
+  COUNTER(reconciled, "bloomgate_reconciled_events_total",                                                     \
+          "Replayed events not produced again: the output already held them (restore)")                        \
+  COUNTER(state_corruptions, "bloomgate_state_corruptions_total",                                              \
+          "Times the partition's stored state was found corrupt and dropped")                                  \
+  COUNTER(restores_behind_commit, "bloomgate_restores_behind_commit_total",                                    \
+          "Restores from a checkpoint older than the group's committed offset (replayed and reconciled)")      \
+  COUNTER(rebuilds, "bloomgate_rebuilds_total", "Rebuilds of the partition's filter from the input history, finished") \
+  COUNTER(rebuild_events, "bloomgate_rebuild_events_total",                                                    \
+          "Input records inserted into the filter by rebuilds (nothing was produced)")
+
 struct PartitionReport {
   std::string pipeline;
   std::string topic;
   std::int32_t partition = 0;
   bool assigned = false;
-  std::uint64_t consumed = 0;
+  // consumed, fpr_probes and fpr_probe_hits, checkpoints, checkpoint_bytes, checkpoint_failures, reconciled,
+  // state_corruptions, restores_behind_commit, rebuilds, rebuild_events: their help above.
+#define BLOOMGATE_REPORT_FIELD(field, name, help) std::uint64_t field = 0;
+  BLOOMGATE_PARTITION_COUNTERS(BLOOMGATE_REPORT_FIELD)
+#undef BLOOMGATE_REPORT_FIELD
   PartitionCounters counters;
   std::array<std::uint64_t, kRejectionReasonCount> dead_letters_by_reason{};
   std::int64_t next_offset = -1;     // the next input offset to process; -1 before the first event
@@ -152,27 +180,18 @@ struct PartitionReport {
   std::int64_t high_watermark = -1;  // as last fetched; -1 when unknown. Lag = high_watermark - next_offset
   filters::FilterStats filter;       // as of the last snapshot or revocation; slice_stats left empty
   // The observed false-positive rate: random keys that were never inserted are asked at every snapshot
-  // (kFprProbesPerSnapshot of them); hits are the ones the filter reported present.
-  std::uint64_t fpr_probes = 0;
-  std::uint64_t fpr_probe_hits = 0;
+  // (kFprProbesPerSnapshot of them, counted in fpr_probes); fpr_probe_hits are the ones the filter reported
+  // present.
   double observed_fpr = 0;  // hits / probes over the last kFprWindowSnapshots snapshots
   // Durable state (docs/state.md).
-  std::uint64_t checkpoints = 0;          // checkpoints written to the state store
-  std::uint64_t checkpoint_bytes = 0;     // their WriteBatch sizes, summed
-  double last_checkpoint_seconds = 0;     // how long the last one took to write (synced)
-  std::uint64_t checkpoint_failures = 0;  // writes the store refused (full disk, I/O error): offset not committed
+  double last_checkpoint_seconds = 0;     // how long the last checkpoint took to write (synced)
   bool restored = false;                  // the current (or last) assignment started from a checkpoint
-  std::uint64_t reconciled = 0;           // events decided but not produced: the output already held them
-  std::uint64_t state_corruptions = 0;    // stored state found corrupt and dropped (filter rebuilt)
-  // Restores whose checkpoint was older than the group's committed offset: the store lost synced writes (a
-  // write-ahead log cut short) or another member processed the partition since. Replayed and reconciled.
-  std::uint64_t restores_behind_commit = 0;
+  // restores_behind_commit: the store lost synced writes (a write-ahead log cut short) or another member
+  // processed the partition since its checkpoint.
   double last_restore_seconds = 0;        // the last assignment's restore: checkpoint read and filter built
   // Rebuilding the filter from the input history (no usable state, a committed offset): docs/state.md.
   bool rebuilding = false;
   double rebuild_progress = 0;            // share of the input records to read that were read, 0..1
-  std::uint64_t rebuilds = 0;             // rebuilds finished
-  std::uint64_t rebuild_events = 0;       // input records inserted by rebuilds
   double last_rebuild_seconds = 0;
   DuplicateAgeHistogram duplicate_ages;   // the duplicates whose filter tells their age
 };
