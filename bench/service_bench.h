@@ -97,6 +97,9 @@ struct Options {
   double target = 0.75;     // events/s, service / passthrough: at least
   double cpu_target = 1.25; // process CPU per event, service / passthrough: at most
   std::vector<std::string> properties;  // librdkafka key=value, applied to every client of both sides
+  // --format: the input's values as JSON (the default) or as Schema Registry framed Avro or Protobuf records
+  // of the same fields (schema_records.h), keyed by the same field through a cached schema file.
+  std::string format = "json";
   std::string log_level = "error";  // "warn" also shows CONFWARN for consumer properties given to producers
 };
 
@@ -277,6 +280,13 @@ struct Breakdown {
   double extract_ns = kNaN;         // KeyExtractor::extract
   double extract_parts_ns = kNaN;   // the same with a key of three parts (three_part_key())
   double extract_parts_ratio = kNaN;  // median of the per-rep ratios of those two
+  // The configured key's field read from the same events as Avro and Protobuf records (schema_records.h),
+  // the schema cached; each ratio is the median of per-rep pairs with the JSON pointer's pass.
+  double extract_avro_ns = kNaN;
+  double extract_avro_ratio = kNaN;
+  double extract_protobuf_ns = kNaN;
+  double extract_protobuf_ratio = kNaN;
+  double protobuf_reflection_ns = kNaN;  // the same field through libprotobuf's parse and reflection
   double filter_ns = kNaN;          // hash + test_and_insert
   double decide_ns = kNaN;          // PartitionDeduplicator::decide: extract + event clock + filter
   double header_objects_ns = kNaN;  // rd_kafka_headers_new + rd_kafka_header_add + destroy, alone

@@ -71,16 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   FuzzedDataProvider data(bytes, size);
   KeySettings settings;
   const int part_count = data.ConsumeIntegralInRange<int>(1, 4);
-  if (part_count == 1 && data.ConsumeBool()) {
-    const KeyPart one = fuzzed_part(data);
-    settings.from = one.from;
-    settings.pointer = one.pointer;
-    settings.header = one.header;
-    settings.trim = one.trim;
-    settings.lowercase = one.lowercase;
-  } else {
-    for (int i = 0; i < part_count; ++i) settings.parts.push_back(fuzzed_part(data));
-  }
+  settings.parts.clear();
+  for (int i = 0; i < part_count; ++i) settings.parts.push_back(fuzzed_part(data));
   settings.empty_is_error = data.ConsumeBool();
   const std::uint64_t max_key_bytes = data.ConsumeIntegralInRange<std::uint64_t>(0, 256);
   const std::uint64_t max_value_bytes = data.ConsumeIntegralInRange<std::uint64_t>(0, 1 << 16);
@@ -110,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   const std::string value = data.ConsumeRemainingBytesAsString();
   const EventView event{null_key ? std::nullopt : std::optional<std::string_view>(record_key), value, headers};
 
-  const std::vector<KeyPart> parts = bloomgate::config::key_parts(settings);
+  const std::vector<KeyPart>& parts = settings.parts;
   for (int round = 0; round < 2; ++round) {  // twice: the second reuses the parser and buffers
     const ExtractionResult result = extractor->extract(event);
     if (!result.has_key()) {

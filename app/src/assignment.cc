@@ -236,7 +236,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
   if (stored) {
     const connectors::PartitionCheckpoint& checkpoint = stored->checkpoint;
     worker = std::make_unique<PartitionWorker>(pipeline, report, std::move(filter),
-                                               filters::from_epoch_nanos(checkpoint.filter_time_ns));
+                                               filters::from_epoch_nanos(checkpoint.filter_time_ns), context_.options.schemas);
     worker->next_offset = checkpoint.next_offset;
     worker->checkpointed_offset = checkpoint.next_offset;
     worker->checkpointed_output = checkpoint.output_offset;
@@ -251,7 +251,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
                  checkpoint.next_offset, checkpoint.output_offset,
                  restored_from.from_snapshot ? "the snapshot of a clean stop" : "its slice records");
   } else {
-    worker = std::make_unique<PartitionWorker>(pipeline, report);
+    worker = std::make_unique<PartitionWorker>(pipeline, report, context_.options.schemas);
     worker->full_image_next = true;
   }
   PartitionState::refresh_filter_stats(*worker, wall_clock_now());

@@ -77,8 +77,7 @@ config::Config demo_config(const DemoOptions& options, const DemoNames& names) {
   pipeline.inputs = {names.input};
   pipeline.output = names.output;
   pipeline.dead_letter = names.dead_letter;
-  pipeline.key.from = config::KeySource::kJson;
-  pipeline.key.pointer = "/order_id";
+  pipeline.key = config::KeySettings(config::KeySource::kJson, "/order_id", "", true);
   pipeline.ttl = options.ttl;
   pipeline.filter.error_rate = options.error_rate;
   // Each partition's filter sees its share of the stream.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "bloomgate/app/schema_catalog.h"
 #include "service_loop.h"
 
 namespace bloomgate::app {
@@ -55,6 +56,7 @@ void count_verdict(PartitionReport& report, const PartitionWorker& worker, const
       ++report.counters.dead_lettered;
       ++report.dead_letters_by_reason[static_cast<std::size_t>(verdict.rejection->reason)];
       break;
+    case Outcome::kWaitForSchema: break;  // not decided: handle() holds it back
   }
 }
 
@@ -167,6 +169,7 @@ void ServiceLoop::check_timers() {
   retention_.poll(now);
   router_.limits().poll(now);
   protocol_->tick(now);
+  if (options_.schemas) schema_waits_.resume_ready(*context_.consumer, *options_.schemas);
   if (now >= next_snapshot_) {
     reporter_.publish();
     next_snapshot_ = now + options_.snapshot_interval;
@@ -187,6 +190,7 @@ void ServiceLoop::handle(ConsumedMessage& message) {
   const EventView event = event_of(message, *worker->pipeline, header_views_);
   worker->decided_since_commit = true;
   const Verdict verdict = decide(*worker, message, event);
+  if (verdict.outcome == Outcome::kWaitForSchema) return hold_for_schema(message, verdict.pending_schema);
   PartitionReport& report = *worker->report;
   if (!worker->delivered.empty() && already_delivered(*worker, message.offset())) {
     ++report.reconciled;  // decided (its key is in the filter) but forwarded before the restart: not again
@@ -200,6 +204,14 @@ void ServiceLoop::handle(ConsumedMessage& message) {
   worker->next_offset = message.offset() + 1;
   report.next_offset = worker->next_offset;
   if (timed) reporter_.processing_latency().observe(std::chrono::duration<double>(Clock::now() - started).count());
+}
+
+// The partition stops at this record until the catalog has its schema (schema_waits.h).
+void ServiceLoop::hold_for_schema(const ConsumedMessage& message, std::uint32_t schema_id) {
+  if (KafkaError error = schema_waits_.hold(*context_.consumer, message, schema_id); !error.ok()) {
+    context_.fail("consumer: holding " + std::string(message.topic()) + "/" + std::to_string(message.partition()) +
+                  " back for schema " + std::to_string(schema_id) + " failed: " + error.message());
+  }
 }
 
 // An event too large to forward is a dead letter before its key reaches the filter (output_router.h).
@@ -282,6 +294,7 @@ void ServiceLoop::close_clients() noexcept {
 class Service::Impl {
  public:
   Impl(config::Config config, ServiceOptions options) : config_(std::move(config)), options_(std::move(options)) {
+    if (!options_.schemas) options_.schemas = make_schema_catalog(config_);
     for (const auto& pipeline : config_.pipelines) {
       filter_options_for(pipeline);  // throws on settings the filters reject, before any Kafka work
     }

@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "bloomgate/app/schema_catalog.h"
 #include "bloomgate/connectors/admin.h"
 #include "partition_state.h"
 
@@ -188,6 +189,7 @@ RunResult ServiceWorkers::run() {
     const std::uint32_t count = resolved_count();
     ServiceOptions worker_options = options_;
     worker_options.stop = &stop_workers_;
+    if (!worker_options.schemas) worker_options.schemas = make_schema_catalog(config_);  // one for every worker
     if (count > 1) {
       state_ = std::make_unique<StateDirectory>(config_, options_.state_environment);
       state_->open();

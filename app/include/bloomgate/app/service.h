@@ -212,6 +212,9 @@ struct ServiceOptions {
   // The state directory, opened and shared by the workers of the process (service_workers.h); nullptr: the
   // service opens config.state.dir itself, and closes it when run() returns.
   StateDirectory* state_directory = nullptr;
+  // Where avro and protobuf keys find their schemas, shared by the workers of the process; nullptr: the
+  // service makes one from the configuration's schema_registry and schemas when it has them.
+  std::shared_ptr<SchemaCatalog> schemas;
 };
 
 struct RunResult {
