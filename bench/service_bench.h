@@ -39,6 +39,18 @@ namespace progress = bench::progress;
 
 constexpr const char* kInputTopic = "bench-input";
 constexpr const char* kKeyPointer = "/order_id";
+
+// The events' fields as an Avro record and a Protobuf message (--format, the breakdown's schema rows), under
+// schema id kBenchSchemaId.
+inline constexpr std::uint32_t kBenchSchemaId = 1;
+inline const std::string kBenchAvroSchema = R"({"type": "record", "name": "Order", "fields": [
+  {"name": "order_id", "type": "string"}, {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
+  {"name": "seq", "type": "long"}, {"name": "pad", "type": "string"}]})";
+inline const std::string kBenchProtobufSchema = R"(syntax = "proto3";
+message Order { string order_id = 1; string customer = 2; double amount = 3; int64 seq = 4; string pad = 5; })";
+inline const std::string& bench_schema_text(config::SchemaType type) {
+  return type == config::SchemaType::kAvro ? kBenchAvroSchema : kBenchProtobufSchema;
+}
 // As in service.cc: the consumer poll timeout, and a producer poll (delivery reports) every this many
 // consumed events or whenever a consumer poll returns nothing.
 constexpr milliseconds kPollTimeout{100};

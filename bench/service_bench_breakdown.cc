@@ -20,7 +20,7 @@
 #include "bloomgate/filters/time.h"
 #include "bench_support.h"
 #include "bloomgate/app/schema_catalog.h"
-#include "schema_records.h"
+#include "schema_record_writer.h"
 #include "service_bench.h"
 
 namespace bloomgate::bench::service_bench {
@@ -68,7 +68,7 @@ std::vector<Event> events_in_partition_order(const Workload& w) {
 
 // The events with their values as framed records of `type`.
 std::vector<Event> as_schema_records(const std::vector<Event>& events, config::SchemaType type) {
-  SchemaRecordWriter writer(type);
+  app::SchemaRecordWriter writer(type, bench_schema_text(type), kBenchSchemaId);
   std::vector<Event> out = events;
   for (Event& e : out) e.value = writer.framed(e.value);
   return out;
@@ -144,7 +144,7 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
         schema_extractors(pipeline, config::KeySource::kAvro, config::SchemaType::kAvro, partitions);
     std::vector<app::KeyExtractor> protobuf =
         schema_extractors(pipeline, config::KeySource::kProtobuf, config::SchemaType::kProtobuf, partitions);
-    ReflectionKeyReader reflection;
+    app::ReflectionFieldReader reflection(kBenchProtobufSchema, "order_id");
     std::vector<double> avro_ns, avro_ratios, protobuf_ns, protobuf_ratios, reflection_ns;
     for (int r = 0; r < reps; ++r) {
       const double json_ns = extraction_pass(json, {});
@@ -154,7 +154,7 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
       protobuf_ratios.push_back(protobuf_ns.back() / json_ns);
       const double start = thread_cpu_seconds();
       std::uint64_t bytes = 0;
-      for (const Event& e : protobuf_events) bytes += reflection.order_id(e.value).size();
+      for (const Event& e : protobuf_events) bytes += reflection.read(e.value).size();
       sink = sink + bytes;
       reflection_ns.push_back((thread_cpu_seconds() - start) * 1e9 / n);
     }

@@ -10,7 +10,6 @@
 
 #include "bloomgate/app/service_workers.h"
 #include "bench_support.h"
-#include "schema_records.h"
 #include "service_bench.h"
 
 namespace bloomgate::bench::service_bench {

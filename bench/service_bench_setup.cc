@@ -15,7 +15,7 @@
 
 #include "bloomgate/config/config.h"
 #include "bench_support.h"
-#include "schema_records.h"
+#include "schema_record_writer.h"
 #include "service_bench.h"
 
 namespace bloomgate::bench::service_bench {
@@ -203,8 +203,11 @@ void pre_produce(const Setup& setup) {
   connectors::Producer producer(kafka, std::move(producer_options));
   std::uint64_t since_poll = 0;
   const std::string& format = setup.options.format;
-  std::unique_ptr<SchemaRecordWriter> writer;
-  if (format != "json") writer = std::make_unique<SchemaRecordWriter>(format == "avro" ? config::SchemaType::kAvro : config::SchemaType::kProtobuf);
+  std::unique_ptr<app::SchemaRecordWriter> writer;
+  if (format != "json") {
+    const config::SchemaType type = format == "avro" ? config::SchemaType::kAvro : config::SchemaType::kProtobuf;
+    writer = std::make_unique<app::SchemaRecordWriter>(type, bench_schema_text(type), kBenchSchemaId);
+  }
   Event framed;
   for (const Event& e : setup.workload.events) {
     if (writer) {

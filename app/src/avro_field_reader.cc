@@ -1,9 +1,45 @@
 #include <avro.h>
 
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+
 #include "schema_field_readers.h"
 
 namespace bloomgate::app::schema {
 namespace {
+
+// avro-c allocates what a datum's lengths and counts claim before it reads their bytes: a record of a few
+// bytes claiming a string of a terabyte, or an array of 2^40 nulls (zero bytes each), would make it
+// allocate without bound. While a reader decodes, this thread's avro-c allocations may grow by at most
+// kAllocationBudgetPerByte times the payload plus kAllocationBudgetBase; past that an allocation fails and
+// avro-c reports an error (malformed_avro). Outside a read (schemas being compiled) there is no bound.
+constexpr std::size_t kAllocationBudgetPerByte = 64;
+constexpr std::size_t kAllocationBudgetBase = 1 << 20;
+thread_local std::size_t allocation_budget = std::numeric_limits<std::size_t>::max();
+
+void* bounded_allocator(void*, void* ptr, std::size_t old_size, std::size_t new_size) {
+  if (new_size == 0) {
+    std::free(ptr);
+    return nullptr;
+  }
+  const std::size_t growth = new_size > old_size ? new_size - old_size : 0;
+  if (growth > allocation_budget) return nullptr;
+  void* out = std::realloc(ptr, new_size);
+  if (out != nullptr && allocation_budget != std::numeric_limits<std::size_t>::max()) allocation_budget -= growth;
+  return out;
+}
+
+// The budget for one read, restored to none when it ends.
+class AllocationBudget {
+ public:
+  explicit AllocationBudget(std::size_t payload) {
+    allocation_budget = kAllocationBudgetBase + kAllocationBudgetPerByte * payload;
+  }
+  ~AllocationBudget() { allocation_budget = std::numeric_limits<std::size_t>::max(); }
+  AllocationBudget(const AllocationBudget&) = delete;
+  AllocationBudget& operator=(const AllocationBudget&) = delete;
+};
 
 const std::string kWholeValue = "(the whole value)";
 
@@ -120,6 +156,8 @@ struct AvroFieldReader::State {
 
 AvroFieldReader::AvroFieldReader(std::shared_ptr<const CompiledSchema> schema, const std::vector<std::string>& path)
     : state_(std::make_unique<State>()) {
+  static std::once_flag allocator_set;
+  std::call_once(allocator_set, [] { avro_set_allocator(bounded_allocator, nullptr); });
   state_->schema = std::move(schema);
   state_->path = path;
   state_->pointer = pointer_of(path);
@@ -139,7 +177,12 @@ std::optional<Rejection> AvroFieldReader::read(std::string_view payload, std::st
   State& s = *state_;
   avro_reader_memory_set_source(s.reader, payload.data(), static_cast<int64_t>(payload.size()));
   avro_value_reset(&s.datum);
-  if (avro_value_read(s.reader, &s.datum) != 0) return malformed(std::string("the value does not decode: ") + avro_strerror());
+  {
+    const AllocationBudget budget(payload.size());
+    if (avro_value_read(s.reader, &s.datum) != 0) {
+      return malformed(std::string("the value does not decode: ") + avro_strerror());
+    }
+  }
   if (!avro_reader_is_eof(s.reader)) return malformed("bytes remain after the Avro datum");
   avro_value_t at = s.datum;
   for (std::size_t i = 0; i < s.path.size(); ++i) {

@@ -323,6 +323,17 @@ TEST_F(SchemaKeys, NormalisationsApplyToSchemaKeys) {
   EXPECT_EQ(outcome(extractor.extract({std::nullopt, framed(1, order_avro()), {}})), "shipped");
 }
 
+// A few bytes claiming an array of 2^31 nulls (zero bytes each): avro-c would append 2^31 values; the
+// reader's allocation budget (avro_field_reader.cc) stops it, and the record is a dead letter.
+TEST_F(SchemaKeys, AnAvroRecordClaimingAHugeArrayIsMalformedWithoutAllocatingIt) {
+  const std::string schema = R"({"type": "record", "name": "N", "fields": [
+    {"name": "id", "type": "string"}, {"name": "nulls", "type": {"type": "array", "items": "null"}}]})";
+  catalog->add(6, SchemaType::kAvro, schema);
+  // "a", then a block of 2^31 elements (zigzag 2^32 as a varint), then the end of the array.
+  const std::string payload = std::string("\x02" "a" "\x80\x80\x80\x80\x10" "\x00", 8);
+  EXPECT_EQ(avro("/id", framed(6, payload)), "rejected:malformed_avro");
+}
+
 TEST(SchemaKeysSetup, AnAvroPartWithoutACatalogIsRefused) {
   config::KeySettings settings(KeySource::kAvro, "/id", "", true);
   EXPECT_THROW(KeyExtractor(settings, kMaxKeyBytes, kMaxValueBytes), std::invalid_argument);
