@@ -183,7 +183,8 @@ std::optional<Rejection> AvroFieldReader::read(std::string_view payload, std::st
       return malformed(std::string("the value does not decode: ") + avro_strerror());
     }
   }
-  if (!avro_reader_is_eof(s.reader)) return malformed("bytes remain after the Avro datum");
+  char extra = 0;  // avro_reader_is_eof() answers for file readers only: a byte left to read is one too many
+  if (avro_read(s.reader, &extra, 1) == 0) return malformed("bytes remain after the Avro datum");
   avro_value_t at = s.datum;
   for (std::size_t i = 0; i < s.path.size(); ++i) {
     const std::string& name = s.path[i];

@@ -89,15 +89,15 @@ INSTANTIATE_TEST_SUITE_P(
     SchemaConfig, MalformedSchemaConfig,
     ::testing::Values(
         BadConfig{"avro_without_schemas", with_key("{ from: avro, pointer: /id }", ""),
-                  "bloomgate.yaml:7:16: pipelines[0].key.from: avro /id needs the schemas of its records: add a "
+                  "bloomgate.yaml:7:18: pipelines[0].key.from: avro /id needs the schemas of its records: add a "
                   "schema_registry (url) or schemas (files by id)"},
         BadConfig{"protobuf_part_without_schemas", with_key("{ parts: [{from: value}, {from: protobuf, pointer: /id}] }", ""),
-                  "bloomgate.yaml:7:41: pipelines[0].key.parts[1].from: protobuf /id needs the schemas of its records: "
+                  "bloomgate.yaml:7:42: pipelines[0].key.parts[1].from: protobuf /id needs the schemas of its records: "
                   "add a schema_registry (url) or schemas (files by id)"},
         BadConfig{"avro_without_pointer", with_key("{ from: avro }"),
                   "bloomgate.yaml:8:10: pipelines[0].key.pointer: is required"},
         BadConfig{"avro_pointer_without_slash", with_key("{ from: avro, pointer: order.id }"),
-                  "bloomgate.yaml:8:28: pipelines[0].key.pointer: a field path is spelled as a JSON pointer: it starts "
+                  "bloomgate.yaml:8:33: pipelines[0].key.pointer: a field path is spelled as a JSON pointer: it starts "
                   "with /, like /order/id"},
         BadConfig{"url_not_http", with_key("{ from: avro, pointer: /id }", "schema_registry: {url: registry:8081}\n"),
                   "bloomgate.yaml:2:24: schema_registry.url: \"registry:8081\" is not an http:// or https:// URL with "
@@ -105,18 +105,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"password_inline",
                   with_key("{ from: avro, pointer: /id }",
                            "schema_registry: {url: \"http://r\", basic_auth: {username: u, password: pw}}\n"),
-                  "bloomgate.yaml:2:74: schema_registry.basic_auth.password: is a secret and must not be written "
+                  "bloomgate.yaml:2:72: schema_registry.basic_auth.password: is a secret and must not be written "
                   "inline: use ${env:NAME} or ${file:/path}"},
         BadConfig{"tls_cert_without_key",
                   with_key("{ from: avro, pointer: /id }", "schema_registry: {url: \"http://r\", tls: {cert_file: /c}}\n"),
-                  "bloomgate.yaml:2:37: schema_registry.tls: a client certificate needs both cert_file and key_file"},
+                  "bloomgate.yaml:2:41: schema_registry.tls: a client certificate needs both cert_file and key_file"},
         BadConfig{"unknown_registry_key",
                   with_key("{ from: avro, pointer: /id }", "schema_registry: {url: \"http://r\", user: u}\n"),
-                  "bloomgate.yaml:2:37: schema_registry.user: unknown key; expected one of: basic_auth, cache_size, "
+                  "bloomgate.yaml:2:36: schema_registry.user: unknown key; expected one of: basic_auth, cache_size, "
                   "timeout, tls, url"},
         BadConfig{"schema_file_unreadable",
                   with_key("{ from: avro, pointer: /id }", "schemas: [{id: 1, type: avro, file: /nonexistent.avsc}]\n"),
-                  "bloomgate.yaml:2:38: schemas[0].file: cannot read the schema file /nonexistent.avsc"},
+                  "bloomgate.yaml:2:37: schemas[0].file: cannot read the schema file /nonexistent.avsc"},
         BadConfig{"schema_type_unknown",
                   with_key("{ from: avro, pointer: /id }", "schemas: [{id: 1, type: thrift, file: /x}]\n"),
                   "bloomgate.yaml:2:25: schemas[0].type: \"thrift\" is not one of: avro, protobuf, json"}),
