@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <google/protobuf/reflection.h>
+#include <sys/resource.h>
 
 #include "bloomgate/app/key_extractor.h"
 #include "schema_test_support.h"
@@ -323,15 +324,24 @@ TEST_F(SchemaKeys, NormalisationsApplyToSchemaKeys) {
   EXPECT_EQ(outcome(extractor.extract({std::nullopt, framed(1, order_avro()), {}})), "shipped");
 }
 
-// A few bytes claiming an array of 2^31 nulls (zero bytes each): avro-c would append 2^31 values; the
-// reader's allocation budget (avro_field_reader.cc) stops it, and the record is a dead letter.
+// The largest resident set this process has had, in KiB.
+long max_resident_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// A few bytes claiming an array of 2^26 nulls (zero bytes each): avro-c would append 2^26 values, about
+// 260 MB; the reader's allocation budget (avro_field_reader.cc) stops it, and the record is a dead letter.
 TEST_F(SchemaKeys, AnAvroRecordClaimingAHugeArrayIsMalformedWithoutAllocatingIt) {
   const std::string schema = R"({"type": "record", "name": "N", "fields": [
     {"name": "id", "type": "string"}, {"name": "nulls", "type": {"type": "array", "items": "null"}}]})";
   catalog->add(6, SchemaType::kAvro, schema);
-  // "a", then a block of 2^31 elements (zigzag 2^32 as a varint), then the end of the array.
-  const std::string payload = std::string("\x02" "a" "\x80\x80\x80\x80\x10" "\x00", 8);
+  // "a", then a block of 2^26 elements (zigzag 2^27 as a varint), then the end of the array.
+  const std::string payload = std::string("\x02" "a" "\x80\x80\x80\x40" "\x00", 7);
+  const long before = max_resident_kib();
   EXPECT_EQ(avro("/id", framed(6, payload)), "rejected:malformed_avro");
+  EXPECT_LT(max_resident_kib() - before, 64 * 1024) << "KiB of resident memory grown by one 12-byte record";
 }
 
 TEST(SchemaKeysSetup, AnAvroPartWithoutACatalogIsRefused) {
