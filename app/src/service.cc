@@ -169,7 +169,10 @@ void ServiceLoop::check_timers() {
   retention_.poll(now);
   router_.limits().poll(now);
   protocol_->tick(now);
-  if (options_.schemas) schema_waits_.resume_ready(*context_.consumer, *options_.schemas);
+  if (options_.schemas) {
+    schema_waits_.resume_ready(*context_.consumer, *options_.schemas);
+    context_.partitions_waiting_for_schema = schema_waits_.held();
+  }
   if (now >= next_snapshot_) {
     reporter_.publish();
     next_snapshot_ = now + options_.snapshot_interval;
@@ -208,7 +211,9 @@ void ServiceLoop::handle(ConsumedMessage& message) {
 
 // The partition stops at this record until the catalog has its schema (schema_waits.h).
 void ServiceLoop::hold_for_schema(const ConsumedMessage& message, std::uint32_t schema_id) {
-  if (KafkaError error = schema_waits_.hold(*context_.consumer, message, schema_id); !error.ok()) {
+  KafkaError error = schema_waits_.hold(*context_.consumer, message, schema_id);
+  context_.partitions_waiting_for_schema = schema_waits_.held();
+  if (!error.ok()) {
     context_.fail("consumer: holding " + std::string(message.topic()) + "/" + std::to_string(message.partition()) +
                   " back for schema " + std::to_string(schema_id) + " failed: " + error.message());
   }

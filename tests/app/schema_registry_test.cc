@@ -218,7 +218,7 @@ TEST(SchemaRegistryService, EveryDeadLetterReasonAnEvolvedSchemaAndAMissingId) {
 
 TEST(SchemaRegistryService, ProtobufKeysDeadLetterNotAScalarAndMalformedProtobuf) {
   TestBroker broker;
-  create_topics(broker, {"proto", "proto-unique", "proto-dead"}, 1);
+  create_topics(broker, {"proto", "proto-unique", "proto-lines-unique", "proto-dead"}, 1);
   FakeSchemaRegistry registry;
   const std::string schema_text = "syntax = \"proto3\";\nmessage Order { string id = 1; repeated string lines = 2; }\n";
   registry.add_schema(5, "PROTOBUF", schema_text);
@@ -244,9 +244,11 @@ TEST(SchemaRegistryService, ProtobufKeysDeadLetterNotAScalarAndMalformedProtobuf
   std::vector<std::string> reasons;
   for (const Record& record : read_topic(broker, "proto-dead")) reasons.push_back(record.header("bloomgate.reason").value_or("?"));
   EXPECT_EQ(reasons, std::vector<std::string>{"malformed_protobuf"});
-  // A key on a repeated field: every record is not_a_scalar.
+  // A key on a repeated field: every record is not_a_scalar. Another output: the first one already holds
+  // offsets 0 and 2, which reconciliation would not write again.
   config.kafka.group_id = "proto-lines";
-  config.pipelines[0].output = "proto-unique";
+  config.pipelines[0].output = "proto-lines-unique";
+  config.state.dir = TestDirectories::instance().fresh("state");
   {
     ServiceThread service(config, broker);
     ASSERT_TRUE(service.wait_until_consumed(4)) << service.snapshot().consumed;

@@ -192,6 +192,11 @@ struct ServiceSnapshot {
   std::uint64_t transactions_committed = 0;
   std::uint64_t transactions_aborted = 0;
   int producer_queue = 0;  // records produced but not yet acknowledged
+  // Schema Registry keys (schema_catalog.h): partitions paused at a record whose schema is being fetched,
+  // the registry's requests that failed (the process's, not summed over workers), and whether it answers.
+  std::uint64_t partitions_waiting_for_schema = 0;
+  std::uint64_t schema_registry_failures = 0;
+  bool schema_registry_reachable = true;
   LatencyHistogram processing_latency;
   bool running = false;    // consuming: start-up checks passed, the group assigned this member its
                            // partitions (possibly none) and they are restored, and not stopping. /readyz
