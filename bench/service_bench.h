@@ -299,6 +299,7 @@ struct Breakdown {
   double extract_protobuf_ns = kNaN;
   double extract_protobuf_ratio = kNaN;
   double protobuf_reflection_ns = kNaN;  // the same field through libprotobuf's parse and reflection
+  double avro_generic_ns = kNaN;         // the same field through avro-c's generic value decoder
   double filter_ns = kNaN;          // hash + test_and_insert
   double decide_ns = kNaN;          // PartitionDeduplicator::decide: extract + event clock + filter
   double header_objects_ns = kNaN;  // rd_kafka_headers_new + rd_kafka_header_add + destroy, alone

@@ -1,139 +1,190 @@
+// The Avro key reader: the writer's schema as avro-c parsed it, walked over the datum's bytes. Every field is
+// read or skipped by its schema type (so the whole datum is checked, as a decoder would), and the key's field
+// is rendered where the walk meets it; nothing is allocated per record. avro-c's generic value decoder was
+// measured against it and costs more per record (docs/decisions/avro-field-reader.md).
 #include <avro.h>
 
-#include <cstdlib>
-#include <limits>
-#include <mutex>
+#include <cstring>
 
 #include "schema_field_readers.h"
 
 namespace bloomgate::app::schema {
 namespace {
 
-// avro-c allocates what a datum's lengths and counts claim before it reads their bytes: a record of a few
-// bytes claiming a string of a terabyte, or an array of 2^40 nulls (zero bytes each), would make it
-// allocate without bound. While a reader decodes, this thread's avro-c allocations may grow by at most
-// kAllocationBudgetPerByte times the payload plus kAllocationBudgetBase; past that an allocation fails and
-// avro-c reports an error (malformed_avro). Outside a read (schemas being compiled) there is no bound.
-constexpr std::size_t kAllocationBudgetPerByte = 64;
-constexpr std::size_t kAllocationBudgetBase = 1 << 20;
-thread_local std::size_t allocation_budget = std::numeric_limits<std::size_t>::max();
+constexpr int kMaxDepth = 64;
+// Array and map items a datum may hold per byte of payload (plus a base): items of zero bytes (nulls)
+// could otherwise make a few bytes claim 2^62 of them.
+constexpr std::uint64_t kItemsPerByte = 8;
+constexpr std::uint64_t kItemsBase = 1024;
 
-void* bounded_allocator(void*, void* ptr, std::size_t old_size, std::size_t new_size) {
-  if (new_size == 0) {
-    std::free(ptr);
-    return nullptr;
-  }
-  const std::size_t growth = new_size > old_size ? new_size - old_size : 0;
-  if (growth > allocation_budget) return nullptr;
-  void* out = std::realloc(ptr, new_size);
-  if (out != nullptr && allocation_budget != std::numeric_limits<std::size_t>::max()) allocation_budget -= growth;
-  return out;
-}
+struct Cursor {
+  std::string_view bytes;
+  std::size_t at = 0;
+  std::uint64_t items_left = 0;
 
-// The budget for one read, restored to none when it ends.
-class AllocationBudget {
- public:
-  explicit AllocationBudget(std::size_t payload) {
-    allocation_budget = kAllocationBudgetBase + kAllocationBudgetPerByte * payload;
-  }
-  ~AllocationBudget() { allocation_budget = std::numeric_limits<std::size_t>::max(); }
-  AllocationBudget(const AllocationBudget&) = delete;
-  AllocationBudget& operator=(const AllocationBudget&) = delete;
+  std::size_t left() const { return bytes.size() - at; }
 };
 
-const std::string kWholeValue = "(the whole value)";
-
-Rejection malformed(std::string message) { return Rejection{RejectionReason::kMalformedAvro, std::move(message)}; }
-
-Rejection missing(const std::string& pointer, const std::string& what) {
-  return Rejection{RejectionReason::kMissingField, "Avro field " + pointer + " " + what};
+bool read_long(Cursor& c, std::int64_t& out) {
+  std::uint64_t raw = 0;
+  if (!read_varint(c.bytes, c.at, raw)) return false;
+  out = static_cast<std::int64_t>((raw >> 1U) ^ (~(raw & 1U) + 1U));
+  return true;
 }
 
-std::string pointer_of(const std::vector<std::string>& path) {
-  std::string out;
-  for (const std::string& name : path) out += "/" + name;
-  return out;
+avro_schema_t resolved(avro_schema_t schema) {
+  return avro_typeof(schema) == AVRO_LINK ? avro_schema_link_target(schema) : schema;
 }
 
-// The scalar `value` as canonical key bytes; not_a_scalar for a record, array or map.
-std::optional<Rejection> canonical(avro_value_t& value, const std::string& pointer, std::string& out) {
+// A length-prefixed string or bytes value.
+bool read_bytes(Cursor& c, std::string_view& out) {
+  std::int64_t length = 0;
+  if (!read_long(c, length) || length < 0 || static_cast<std::uint64_t>(length) > c.left()) return false;
+  out = c.bytes.substr(c.at, static_cast<std::size_t>(length));
+  c.at += static_cast<std::size_t>(length);
+  return true;
+}
+
+bool skip(avro_schema_t schema, Cursor& c, int depth);
+
+// Blocks of items (a map's each with a string key): a count, negative when a byte size follows, until 0.
+bool skip_blocks(avro_schema_t items, bool map, Cursor& c, int depth) {
+  while (true) {
+    std::int64_t count = 0;
+    if (!read_long(c, count)) return false;
+    if (count == 0) return true;
+    if (count < 0) {
+      std::int64_t size = 0;
+      if (!read_long(c, size) || count == INT64_MIN) return false;
+      count = -count;
+    }
+    if (static_cast<std::uint64_t>(count) > c.items_left) return false;
+    c.items_left -= static_cast<std::uint64_t>(count);
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::string_view key;
+      if ((map && !read_bytes(c, key)) || !skip(items, c, depth + 1)) return false;
+    }
+  }
+}
+
+bool skip_fixed(Cursor& c, std::size_t size) {
+  if (size > c.left()) return false;
+  c.at += size;
+  return true;
+}
+
+bool skip(avro_schema_t schema, Cursor& c, int depth) {
+  if (depth > kMaxDepth) return false;
+  schema = resolved(schema);
+  std::int64_t n = 0;
+  std::string_view bytes;
+  switch (avro_typeof(schema)) {
+    case AVRO_NULL: return true;
+    case AVRO_BOOLEAN: return c.left() >= 1 && static_cast<unsigned char>(c.bytes[c.at++]) <= 1;
+    case AVRO_INT32:
+    case AVRO_INT64: return read_long(c, n);
+    case AVRO_FLOAT: return skip_fixed(c, 4);
+    case AVRO_DOUBLE: return skip_fixed(c, 8);
+    case AVRO_STRING:
+    case AVRO_BYTES: return read_bytes(c, bytes);
+    case AVRO_FIXED: return skip_fixed(c, static_cast<std::size_t>(avro_schema_fixed_size(schema)));
+    case AVRO_ENUM: return read_long(c, n) && n >= 0 && n < avro_schema_enum_number_of_symbols(schema);
+    case AVRO_UNION:
+      return read_long(c, n) && n >= 0 && static_cast<std::size_t>(n) < avro_schema_union_size(schema) &&
+             skip(avro_schema_union_branch(schema, static_cast<int>(n)), c, depth + 1);
+    case AVRO_ARRAY: return skip_blocks(avro_schema_array_items(schema), false, c, depth);
+    case AVRO_MAP: return skip_blocks(avro_schema_map_values(schema), true, c, depth);
+    case AVRO_RECORD:
+      for (std::size_t i = 0; i < avro_schema_record_size(schema); ++i) {
+        if (!skip(avro_schema_record_field_get_by_index(schema, static_cast<int>(i)), c, depth + 1)) return false;
+      }
+      return true;
+    default: return false;
+  }
+}
+
+// What the walk found at the key's path.
+struct Found {
+  enum class What { kNothing, kValue, kNull, kNotAScalar, kNotARecord, kNoSuchField } what = What::kNothing;
+  std::size_t step = 0;  // the path step it is about
+};
+
+// The scalar of `schema` at the cursor as canonical bytes; the cursor moves past it. False: malformed.
+bool render(avro_schema_t schema, Cursor& c, std::string& out, Found& found, int depth) {
+  const std::size_t start = c.at;
+  if (!skip(schema, c, depth)) return false;
+  const std::string_view datum = c.bytes.substr(start, c.at - start);
+  Cursor value{datum, 0, 0};
   out.clear();
-  switch (avro_value_get_type(&value)) {
-    case AVRO_STRING: {
-      const char* text = nullptr;
-      size_t size = 0;
-      avro_value_get_string(&value, &text, &size);
-      out.assign(text, size == 0 ? 0 : size - 1);  // avro-c counts the terminating NUL
-      return std::nullopt;
-    }
+  found.what = Found::What::kValue;
+  std::int64_t n = 0;
+  switch (avro_typeof(schema)) {
+    case AVRO_STRING:
     case AVRO_BYTES: {
-      const void* bytes = nullptr;
-      size_t size = 0;
-      avro_value_get_bytes(&value, &bytes, &size);
-      out.assign(static_cast<const char*>(bytes), size);
-      return std::nullopt;
+      std::string_view bytes;
+      read_bytes(value, bytes);
+      out.assign(bytes);
+      return true;
     }
-    case AVRO_FIXED: {
-      const void* bytes = nullptr;
-      size_t size = 0;
-      avro_value_get_fixed(&value, &bytes, &size);
-      out.assign(static_cast<const char*>(bytes), size);
-      return std::nullopt;
-    }
-    case AVRO_INT32: {
-      int32_t n = 0;
-      avro_value_get_int(&value, &n);
-      append_decimal(out, static_cast<std::int64_t>(n));
-      return std::nullopt;
-    }
-    case AVRO_INT64: {
-      int64_t n = 0;
-      avro_value_get_long(&value, &n);
-      append_decimal(out, static_cast<std::int64_t>(n));
-      return std::nullopt;
-    }
+    case AVRO_FIXED: out.assign(datum); return true;
+    case AVRO_INT32:
+    case AVRO_INT64: read_long(value, n); append_decimal(out, n); return true;
     case AVRO_FLOAT: {
       float f = 0;
-      avro_value_get_float(&value, &f);
+      std::memcpy(&f, datum.data(), sizeof f);
       append_canonical_double(out, static_cast<double>(f));
-      return std::nullopt;
+      return true;
     }
     case AVRO_DOUBLE: {
       double d = 0;
-      avro_value_get_double(&value, &d);
+      std::memcpy(&d, datum.data(), sizeof d);
       append_canonical_double(out, d);
-      return std::nullopt;
+      return true;
     }
-    case AVRO_BOOLEAN: {
-      int b = 0;
-      avro_value_get_boolean(&value, &b);
-      out = b != 0 ? "true" : "false";
-      return std::nullopt;
-    }
-    case AVRO_ENUM: {
-      int symbol = 0;
-      avro_value_get_enum(&value, &symbol);
-      const char* name = avro_schema_enum_get(avro_value_get_schema(&value), symbol);
-      if (name == nullptr) return malformed("enum index " + std::to_string(symbol) + " has no symbol at " + pointer);
-      out = name;
-      return std::nullopt;
-    }
-    case AVRO_NULL: return missing(pointer, "is null");
-    default:
-      return Rejection{RejectionReason::kNotAScalar,
-                       "Avro field " + pointer + " is a record, array or map; a key must be a scalar"};
+    case AVRO_BOOLEAN: out = datum[0] != 0 ? "true" : "false"; return true;
+    case AVRO_ENUM: read_long(value, n); out = avro_schema_enum_get(schema, static_cast<int>(n)); return true;
+    case AVRO_NULL: found.what = Found::What::kNull; return true;
+    default: found.what = Found::What::kNotAScalar; return true;
   }
 }
 
-// Through a union to its current branch; the null branch is an absent value.
-std::optional<Rejection> through_union(avro_value_t& value, const std::string& pointer) {
-  while (avro_value_get_type(&value) == AVRO_UNION) {
-    avro_value_t branch;
-    if (avro_value_get_current_branch(&value, &branch) != 0) return malformed("a union without a branch at " + pointer);
-    value = branch;
+// Walks a datum of `schema` along path[step...]: the field on the path is followed (through unions, whose
+// null branch is an absent value) and the last one rendered; every other field is skipped. False: malformed.
+bool walk(avro_schema_t schema, const std::vector<std::string>& path, std::size_t step, Cursor& c, std::string& out,
+          Found& found, int depth) {
+  if (depth > kMaxDepth) return false;
+  schema = resolved(schema);
+  while (avro_typeof(schema) == AVRO_UNION) {
+    std::int64_t branch = 0;
+    if (!read_long(c, branch) || branch < 0 || static_cast<std::size_t>(branch) >= avro_schema_union_size(schema)) {
+      return false;
+    }
+    schema = resolved(avro_schema_union_branch(schema, static_cast<int>(branch)));
   }
-  if (avro_value_get_type(&value) == AVRO_NULL) return missing(pointer, "is null");
-  return std::nullopt;
+  found.step = step;
+  if (step == path.size()) return render(schema, c, out, found, depth);
+  if (avro_typeof(schema) == AVRO_NULL) {
+    found.what = Found::What::kNull;
+    return true;
+  }
+  if (avro_typeof(schema) != AVRO_RECORD) {
+    found.what = Found::What::kNotARecord;
+    return skip(schema, c, depth);
+  }
+  const int target = avro_schema_record_field_get_index(schema, path[step].c_str());
+  if (target < 0) found.what = Found::What::kNoSuchField;
+  for (std::size_t i = 0; i < avro_schema_record_size(schema); ++i) {
+    avro_schema_t field = avro_schema_record_field_get_by_index(schema, static_cast<int>(i));
+    const bool on_path = static_cast<int>(i) == target;
+    if (on_path ? !walk(field, path, step + 1, c, out, found, depth + 1) : !skip(field, c, depth + 1)) return false;
+  }
+  return true;
+}
+
+std::string pointer_to(const std::vector<std::string>& path, std::size_t steps) {
+  std::string out;
+  for (std::size_t i = 0; i < steps && i < path.size(); ++i) out += "/" + path[i];
+  return out.empty() ? "(the whole value)" : out;
 }
 
 }  // namespace
@@ -141,62 +192,38 @@ std::optional<Rejection> through_union(avro_value_t& value, const std::string& p
 struct AvroFieldReader::State {
   std::shared_ptr<const CompiledSchema> schema;
   std::vector<std::string> path;
-  std::string pointer;
-  std::vector<std::string> prefixes;  // the pointer up to each name, for messages
-  avro_value_iface_t* iface = nullptr;
-  avro_value_t datum{};
-  avro_reader_t reader = nullptr;
-
-  ~State() {
-    if (reader != nullptr) avro_reader_free(reader);
-    if (datum.self != nullptr) avro_value_decref(&datum);
-    if (iface != nullptr) avro_value_iface_decref(iface);
-  }
 };
 
 AvroFieldReader::AvroFieldReader(std::shared_ptr<const CompiledSchema> schema, const std::vector<std::string>& path)
     : state_(std::make_unique<State>()) {
-  static std::once_flag allocator_set;
-  std::call_once(allocator_set, [] { avro_set_allocator(bounded_allocator, nullptr); });
   state_->schema = std::move(schema);
   state_->path = path;
-  state_->pointer = pointer_of(path);
-  for (std::size_t i = 1; i <= path.size(); ++i) {
-    state_->prefixes.push_back(pointer_of(std::vector<std::string>(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(i))));
-  }
-  state_->iface = avro_generic_class_from_schema(state_->schema->avro());
-  if (state_->iface == nullptr || avro_generic_value_new(state_->iface, &state_->datum) != 0) {
-    throw SchemaError(std::string("avro-c cannot make a value of the schema: ") + avro_strerror());
-  }
-  state_->reader = avro_reader_memory(nullptr, 0);
 }
 
 AvroFieldReader::~AvroFieldReader() = default;
 
 std::optional<Rejection> AvroFieldReader::read(std::string_view payload, std::string& out) {
-  State& s = *state_;
-  avro_reader_memory_set_source(s.reader, payload.data(), static_cast<int64_t>(payload.size()));
-  avro_value_reset(&s.datum);
-  {
-    const AllocationBudget budget(payload.size());
-    if (avro_value_read(s.reader, &s.datum) != 0) {
-      return malformed(std::string("the value does not decode: ") + avro_strerror());
-    }
+  const State& s = *state_;
+  Cursor cursor{payload, 0, kItemsBase + kItemsPerByte * payload.size()};
+  Found found;
+  if (!walk(s.schema->avro(), s.path, 0, cursor, out, found, 0)) {
+    return Rejection{RejectionReason::kMalformedAvro, "the value does not decode with schema's Avro types"};
   }
-  char extra = 0;  // avro_reader_is_eof() answers for file readers only: a byte left to read is one too many
-  if (avro_read(s.reader, &extra, 1) == 0) return malformed("bytes remain after the Avro datum");
-  avro_value_t at = s.datum;
-  for (std::size_t i = 0; i < s.path.size(); ++i) {
-    const std::string& name = s.path[i];
-    const std::string& walked = s.prefixes[i];
-    if (std::optional<Rejection> absent = through_union(at, i == 0 ? kWholeValue : s.prefixes[i - 1])) return absent;
-    if (avro_value_get_type(&at) != AVRO_RECORD) return missing(walked, "does not exist: its parent is not a record");
-    avro_value_t child;
-    if (avro_value_get_by_name(&at, name.c_str(), &child, nullptr) != 0) return missing(walked, "is not in the schema");
-    at = child;
+  if (cursor.at != payload.size()) return Rejection{RejectionReason::kMalformedAvro, "bytes remain after the Avro datum"};
+  const std::string where = pointer_to(s.path, found.step);
+  switch (found.what) {
+    case Found::What::kValue: return std::nullopt;
+    case Found::What::kNull: return Rejection{RejectionReason::kMissingField, "Avro field " + where + " is null"};
+    case Found::What::kNotAScalar:
+      return Rejection{RejectionReason::kNotAScalar, "Avro field " + where + " is a record, array or map; a key must be a scalar"};
+    case Found::What::kNotARecord:
+      return Rejection{RejectionReason::kMissingField, "Avro field " + where + " is not a record: " +
+                                                           pointer_to(s.path, s.path.size()) + " does not exist"};
+    case Found::What::kNoSuchField:
+    case Found::What::kNothing: break;
   }
-  if (std::optional<Rejection> absent = through_union(at, s.pointer)) return absent;
-  return canonical(at, s.pointer, out);
+  return Rejection{RejectionReason::kMissingField,
+                   "Avro field " + pointer_to(s.path, found.step + 1) + " is not in the schema"};
 }
 
 }  // namespace bloomgate::app::schema

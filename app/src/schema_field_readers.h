@@ -4,10 +4,12 @@
 // bytes (schema_frame.h says which). Each reader belongs to one KeyExtractor, so to one partition worker:
 // not thread-safe; the CompiledSchema it reads with is shared and read-only.
 //
-// Avro: avro-c decodes the whole datum with the writer's schema into a generic value reused between
-// records; the pointer's names then walk nested records, through ["null", T] unions (the null branch is
-// missing_field). A field that is an array or map (or a record) is not_a_scalar. Bytes that do not decode,
-// or that remain after the datum, are malformed_avro.
+// Avro: the writer's schema, as avro-c parsed it, is walked over the datum: every field read or skipped by
+// its type, so the whole datum is checked, and the pointer's names followed through nested records and
+// ["null", T] unions (the null branch is missing_field); nothing is allocated per record
+// (docs/decisions/avro-field-reader.md: avro-c's generic decoder, measured against it, costs more). A field
+// that is an array or map (or a record) is not_a_scalar. Bytes that do not decode, or that remain after
+// the datum, are malformed_avro.
 //
 // Protobuf: libprotobuf's descriptors turn the pointer's names into field numbers and wire types once per
 // (schema, message); each record is then scanned on the wire for those numbers, without building a

@@ -192,4 +192,44 @@ const std::string& ReflectionFieldReader::read(const std::string& framed_record)
   return state_->message->GetReflection()->GetStringReference(*state_->message, state_->field, &state_->scratch);
 }
 
+struct AvroGenericFieldReader::State {
+  std::shared_ptr<const CompiledSchema> schema;
+  std::string field;
+  avro_value_iface_t* iface = nullptr;
+  avro_value_t datum{};
+  avro_reader_t reader = nullptr;
+};
+
+AvroGenericFieldReader::AvroGenericFieldReader(const std::string& schema_text, const std::string& field)
+    : state_(std::make_unique<State>()) {
+  state_->schema = CompiledSchema::compile(config::SchemaType::kAvro, schema_text);
+  state_->field = field;
+  state_->iface = avro_generic_class_from_schema(state_->schema->avro());
+  avro_generic_value_new(state_->iface, &state_->datum);
+  state_->reader = avro_reader_memory(nullptr, 0);
+}
+
+AvroGenericFieldReader::~AvroGenericFieldReader() {
+  avro_reader_free(state_->reader);
+  avro_value_decref(&state_->datum);
+  avro_value_iface_decref(state_->iface);
+}
+
+std::string_view AvroGenericFieldReader::read(const std::string& framed_record) {
+  constexpr std::size_t kFrameBytes = 5;  // magic, id
+  if (framed_record.size() < kFrameBytes) return {};
+  avro_reader_memory_set_source(state_->reader, framed_record.data() + kFrameBytes,
+                                static_cast<int64_t>(framed_record.size() - kFrameBytes));
+  avro_value_reset(&state_->datum);
+  avro_value_t field;
+  const char* text = nullptr;
+  std::size_t size = 0;
+  if (avro_value_read(state_->reader, &state_->datum) != 0 ||
+      avro_value_get_by_name(&state_->datum, state_->field.c_str(), &field, nullptr) != 0 ||
+      avro_value_get_string(&field, &text, &size) != 0 || size == 0) {
+    return {};
+  }
+  return {text, size - 1};
+}
+
 }  // namespace bloomgate::app

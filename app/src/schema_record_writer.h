@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "bloomgate/config/config.h"
 
@@ -42,6 +43,24 @@ class ReflectionFieldReader {
 
   // The field, or "" when the record does not parse.
   const std::string& read(const std::string& framed_record);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// A string field of a framed Avro record decoded as avro-c decodes: the whole datum read into a generic
+// value (reused), the field got by name. The comparison for the Avro key reader
+// (docs/decisions/avro-field-reader.md).
+class AvroGenericFieldReader {
+ public:
+  AvroGenericFieldReader(const std::string& schema_text, const std::string& field);
+  ~AvroGenericFieldReader();
+  AvroGenericFieldReader(const AvroGenericFieldReader&) = delete;
+  AvroGenericFieldReader& operator=(const AvroGenericFieldReader&) = delete;
+
+  // The field, or "" when the record does not decode.
+  std::string_view read(const std::string& framed_record);
 
  private:
   struct State;

@@ -331,8 +331,9 @@ long max_resident_kib() {
   return usage.ru_maxrss;
 }
 
-// A few bytes claiming an array of 2^26 nulls (zero bytes each): avro-c would append 2^26 values, about
-// 260 MB; the reader's allocation budget (avro_field_reader.cc) stops it, and the record is a dead letter.
+// A few bytes claiming an array of 2^26 nulls (zero bytes each): avro-c's generic decoder appends 2^26
+// values, about 260 MB, and keys the record; the reader bounds the items a datum may hold by its size
+// (avro_field_reader.cc), and the record is a dead letter.
 TEST_F(SchemaKeys, AnAvroRecordClaimingAHugeArrayIsMalformedWithoutAllocatingIt) {
   const std::string schema = R"({"type": "record", "name": "N", "fields": [
     {"name": "id", "type": "string"}, {"name": "nulls", "type": {"type": "array", "items": "null"}}]})";
