@@ -144,7 +144,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   for (int round = 0; round < 2; ++round) {  // twice: the second reuses the parser and buffers
     const ExtractionResult result = extractor->extract(event);
     if (result.is_pending()) {
-      require(result.pending_schema() > 3);
+      const std::uint32_t id = result.pending_schema();
+      require(id != 1 && id != 2 && id != 3);  // the fixed catalog answers for these
       continue;
     }
     if (!result.has_key()) {

@@ -203,6 +203,10 @@ KeyExtractor::KeyExtractor(const config::KeySettings& settings, std::uint64_t ma
     if (part.from == config::KeySource::kHeader && part.header.empty()) {
       throw std::invalid_argument("a key taken from a header needs the header's name");
     }
+    if (config::needs_schema(part.from) && (part.pointer.empty() || part.pointer.front() != '/')) {
+      // A field path names at least one field (found by fuzz/key_extractor_fuzzer: an empty one read no field).
+      throw std::invalid_argument("\"" + part.pointer + "\" names no field: a field path starts with /, like /order/id");
+    }
     if (config::needs_schema(part.from) && !schemas) {
       throw std::invalid_argument("a key part read with a schema (" + config::describe(part) + ") needs a schema catalog");
     }

@@ -345,6 +345,17 @@ TEST_F(SchemaKeys, AnAvroRecordClaimingAHugeArrayIsMalformedWithoutAllocatingIt)
   EXPECT_LT(max_resident_kib() - before, 64 * 1024) << "KiB of resident memory grown by one 12-byte record";
 }
 
+// Found by fuzz/key_extractor_fuzzer: an empty Protobuf path indexed its first field out of bounds.
+TEST(SchemaKeysSetup, AFieldPathWithoutAFieldIsRefused) {
+  const auto catalog = std::make_shared<FakeSchemaCatalog>();
+  for (const KeySource from : {KeySource::kAvro, KeySource::kProtobuf}) {
+    EXPECT_THROW(KeyExtractor(config::KeySettings(from, "", "", true), kMaxKeyBytes, kMaxValueBytes, catalog),
+                 std::invalid_argument);
+    EXPECT_THROW(KeyExtractor(config::KeySettings(from, "id", "", true), kMaxKeyBytes, kMaxValueBytes, catalog),
+                 std::invalid_argument);
+  }
+}
+
 TEST(SchemaKeysSetup, AnAvroPartWithoutACatalogIsRefused) {
   config::KeySettings settings(KeySource::kAvro, "/id", "", true);
   EXPECT_THROW(KeyExtractor(settings, kMaxKeyBytes, kMaxValueBytes), std::invalid_argument);
