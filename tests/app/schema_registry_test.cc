@@ -6,6 +6,8 @@
 
 #include <google/protobuf/reflection.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "../support/fake_schema_registry.h"
@@ -141,6 +143,38 @@ TEST(SchemaRegistryClient, BasicAuthSendsTheCredentials) {
   catalog->lookup(1);
   ASSERT_TRUE(answered(*catalog, 1, SchemaStatus::kReady));
   EXPECT_EQ(registry.last_authorization(), "Basic c3ZjOmh1bnRlcjI=");  // base64("svc:hunter2")
+}
+
+// ---- records from Python producers -------------------------------------------------------------------
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// schema_producers.py writes one order with python3-avro and with python3-protobuf (its module compiled
+// by protoc): each keys, part by part, to the bytes the JSON pointer gives the same order.
+TEST(SchemaProducers, PythonAvroAndProtobufRecordsKeyAsTheSameJson) {
+  const TempDir dir;
+  const std::string command = std::string(BLOOMGATE_SOURCE_DIR) + "/tests/app/schema_producers.py " + dir.path();
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const auto catalog = std::make_shared<FakeSchemaCatalog>();
+  catalog->add(1, config::SchemaType::kAvro, file_text(dir.path("order.avsc")));
+  catalog->add(2, config::SchemaType::kProtobuf, file_text(dir.path("order.proto")));
+  const std::vector<std::string> pointers = {"/id", "/count", "/total", "/price", "/paid", "/customer/id"};
+  const auto key_from = [&](config::KeySource from, const std::string& value) {
+    config::KeySettings settings;
+    settings.parts.clear();
+    for (const std::string& pointer : pointers) settings.parts.push_back({from, pointer, "", false, false});
+    KeyExtractor extractor(settings, 4096, 1 << 20, catalog);
+    const ExtractionResult result = extractor.extract({std::nullopt, value, {}});
+    return result.has_key() ? std::string(result.key().bytes())
+                            : "rejected: " + (result.is_pending() ? std::string("pending") : result.rejection().message);
+  };
+  const std::string json = R"({"id": "o-1", "count": -7, "total": 18000000000, "price": 42.0, "paid": true, "customer": {"id": 99}})";
+  const std::string expected = key_from(config::KeySource::kJson, json);
+  EXPECT_EQ(key_from(config::KeySource::kAvro, file_text(dir.path("order.avro"))), expected);
+  EXPECT_EQ(key_from(config::KeySource::kProtobuf, file_text(dir.path("order.protobuf"))), expected);
 }
 
 // ---- the service -----------------------------------------------------------------------------------
