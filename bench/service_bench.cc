@@ -245,6 +245,8 @@ int main(int argc, char** argv) {
   app.add_option("--property", options.properties,
                  "librdkafka property key=value for every client of both sides (repeatable)");
   app.add_option("--log-level", options.log_level, "service and librdkafka log level");
+  app.add_option("--format", options.format, "the input values: json, or framed avro or protobuf records of the same fields")
+      ->check(CLI::IsMember({"json", "avro", "protobuf"}));
   app.add_flag("--checkpoint-ab", options.checkpoint_ab,
                "also run service-only round pairs: a checkpoint every --ab-on-ms against every --ab-off-ms");
   positive("--ab-rounds", options.ab_rounds, "round pairs of --checkpoint-ab (median reported)");

@@ -39,6 +39,18 @@ namespace progress = bench::progress;
 
 constexpr const char* kInputTopic = "bench-input";
 constexpr const char* kKeyPointer = "/order_id";
+
+// The events' fields as an Avro record and a Protobuf message (--format, the breakdown's schema rows), under
+// schema id kBenchSchemaId.
+inline constexpr std::uint32_t kBenchSchemaId = 1;
+inline const std::string kBenchAvroSchema = R"({"type": "record", "name": "Order", "fields": [
+  {"name": "order_id", "type": "string"}, {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
+  {"name": "seq", "type": "long"}, {"name": "pad", "type": "string"}]})";
+inline const std::string kBenchProtobufSchema = R"(syntax = "proto3";
+message Order { string order_id = 1; string customer = 2; double amount = 3; int64 seq = 4; string pad = 5; })";
+inline const std::string& bench_schema_text(config::SchemaType type) {
+  return type == config::SchemaType::kAvro ? kBenchAvroSchema : kBenchProtobufSchema;
+}
 // As in service.cc: the consumer poll timeout, and a producer poll (delivery reports) every this many
 // consumed events or whenever a consumer poll returns nothing.
 constexpr milliseconds kPollTimeout{100};
@@ -97,6 +109,9 @@ struct Options {
   double target = 0.75;     // events/s, service / passthrough: at least
   double cpu_target = 1.25; // process CPU per event, service / passthrough: at most
   std::vector<std::string> properties;  // librdkafka key=value, applied to every client of both sides
+  // --format: the input's values as JSON (the default) or as Schema Registry framed Avro or Protobuf records
+  // of the same fields (schema_records.h), keyed by the same field through a cached schema file.
+  std::string format = "json";
   std::string log_level = "error";  // "warn" also shows CONFWARN for consumer properties given to producers
 };
 
@@ -277,6 +292,14 @@ struct Breakdown {
   double extract_ns = kNaN;         // KeyExtractor::extract
   double extract_parts_ns = kNaN;   // the same with a key of three parts (three_part_key())
   double extract_parts_ratio = kNaN;  // median of the per-rep ratios of those two
+  // The configured key's field read from the same events as Avro and Protobuf records (schema_records.h),
+  // the schema cached; each ratio is the median of per-rep pairs with the JSON pointer's pass.
+  double extract_avro_ns = kNaN;
+  double extract_avro_ratio = kNaN;
+  double extract_protobuf_ns = kNaN;
+  double extract_protobuf_ratio = kNaN;
+  double protobuf_reflection_ns = kNaN;  // the same field through libprotobuf's parse and reflection
+  double avro_generic_ns = kNaN;         // the same field through avro-c's generic value decoder
   double filter_ns = kNaN;          // hash + test_and_insert
   double decide_ns = kNaN;          // PartitionDeduplicator::decide: extract + event clock + filter
   double header_objects_ns = kNaN;  // rd_kafka_headers_new + rd_kafka_header_add + destroy, alone

@@ -19,6 +19,8 @@
 #include "bloomgate/filters/options.h"
 #include "bloomgate/filters/time.h"
 #include "bench_support.h"
+#include "bloomgate/app/schema_catalog.h"
+#include "schema_record_writer.h"
 #include "service_bench.h"
 
 namespace bloomgate::bench::service_bench {
@@ -64,6 +66,28 @@ std::vector<Event> events_in_partition_order(const Workload& w) {
   return events;
 }
 
+// The events with their values as framed records of `type`.
+std::vector<Event> as_schema_records(const std::vector<Event>& events, config::SchemaType type) {
+  app::SchemaRecordWriter writer(type, bench_schema_text(type), kBenchSchemaId);
+  std::vector<Event> out = events;
+  for (Event& e : out) e.value = writer.framed(e.value);
+  return out;
+}
+
+// The configured key's pointer read with `source` (avro or protobuf) from a cached bench schema.
+std::vector<app::KeyExtractor> schema_extractors(const config::PipelineSettings& pipeline, config::KeySource source,
+                                                 config::SchemaType type, std::size_t partitions) {
+  config::Config config;
+  config.schemas = {config::SchemaFile{kBenchSchemaId, type, "(bench)", bench_schema_text(type)}};
+  const std::shared_ptr<app::SchemaCatalog> catalog = app::make_schema_catalog(config);
+  const config::KeySettings key(source, kKeyPointer, "", true);
+  std::vector<app::KeyExtractor> extractors;
+  for (std::size_t p = 0; p < partitions; ++p) {
+    extractors.emplace_back(key, pipeline.max_key_bytes, pipeline.max_value_bytes, catalog);
+  }
+  return extractors;
+}
+
 }  // namespace
 
 Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& pipeline, std::vector<bool>& forwarded) {
@@ -78,10 +102,11 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
   // (a) key extraction: one extractor per partition, as the service has; the configured key, and a key
   // of three parts over the same events, each given a region header. The two alternate rep by rep, and
   // the ratio is the median of each rep's pair, so a burst of load on the shared machine hits both.
-  const auto extraction_pass = [&](std::vector<app::KeyExtractor>& extractors, std::span<const app::EventHeader> headers) {
+  const auto extraction_pass = [&](std::vector<app::KeyExtractor>& extractors, std::span<const app::EventHeader> headers,
+                                   const std::vector<Event>& over = {}) {
     const double start = thread_cpu_seconds();
     std::uint64_t bytes = 0;
-    for (const Event& e : events) {
+    for (const Event& e : over.empty() ? events : over) {
       const app::EventView view{e.key, e.value, headers};
       const app::ExtractionResult result = extractors[static_cast<std::size_t>(e.partition)].extract(view);
       if (!result.has_key()) throw std::runtime_error("key extraction failed: " + result.rejection().message);
@@ -109,6 +134,41 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
     b.extract_ns = median(one_pointer);
     b.extract_parts_ns = median(parts);
     b.extract_parts_ratio = median(ratios);
+  }
+  {  // (a') the same key from Avro and Protobuf records of the same fields, alternated with the JSON pointer
+    std::vector<app::KeyExtractor> json;
+    for (std::size_t p = 0; p < partitions; ++p) json.emplace_back(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes);
+    const std::vector<Event> avro_events = as_schema_records(events, config::SchemaType::kAvro);
+    const std::vector<Event> protobuf_events = as_schema_records(events, config::SchemaType::kProtobuf);
+    std::vector<app::KeyExtractor> avro =
+        schema_extractors(pipeline, config::KeySource::kAvro, config::SchemaType::kAvro, partitions);
+    std::vector<app::KeyExtractor> protobuf =
+        schema_extractors(pipeline, config::KeySource::kProtobuf, config::SchemaType::kProtobuf, partitions);
+    app::ReflectionFieldReader reflection(kBenchProtobufSchema, "order_id");
+    app::AvroGenericFieldReader generic(kBenchAvroSchema, "order_id");
+    std::vector<double> avro_ns, avro_ratios, protobuf_ns, protobuf_ratios, reflection_ns, generic_ns;
+    const auto comparison_pass = [&](const std::vector<Event>& over, const auto& read) {
+      const double start = thread_cpu_seconds();
+      std::uint64_t bytes = 0;
+      for (const Event& e : over) bytes += read(e.value).size();
+      sink = sink + bytes;
+      return (thread_cpu_seconds() - start) * 1e9 / n;
+    };
+    for (int r = 0; r < reps; ++r) {
+      const double json_ns = extraction_pass(json, {});
+      avro_ns.push_back(extraction_pass(avro, {}, avro_events));
+      protobuf_ns.push_back(extraction_pass(protobuf, {}, protobuf_events));
+      avro_ratios.push_back(avro_ns.back() / json_ns);
+      protobuf_ratios.push_back(protobuf_ns.back() / json_ns);
+      reflection_ns.push_back(comparison_pass(protobuf_events, [&](const std::string& v) { return reflection.read(v); }));
+      generic_ns.push_back(comparison_pass(avro_events, [&](const std::string& v) { return generic.read(v); }));
+    }
+    b.avro_generic_ns = median(generic_ns);
+    b.extract_avro_ns = median(avro_ns);
+    b.extract_avro_ratio = median(avro_ratios);
+    b.extract_protobuf_ns = median(protobuf_ns);
+    b.extract_protobuf_ratio = median(protobuf_ratios);
+    b.protobuf_reflection_ns = median(reflection_ns);
   }
 
   {  // (b) the filter alone: fresh filters per rep, built as the service builds them

@@ -156,6 +156,16 @@ void print_breakdown(const Options& options, const Report& r) {
   std::snprintf(parts_note, sizeof parts_note, "/order_id, /customer, header region: %.2fx one pointer (median of pairs)",
                 b.extract_parts_ratio);
   row("  with a key of three parts instead", b.extract_parts_ns, b.extract_parts_ns, parts_note);
+  std::snprintf(parts_note, sizeof parts_note, "/order_id of framed Avro, schema walk: %.2fx the JSON pointer (<= 2)",
+                b.extract_avro_ratio);
+  row("  from Avro records of the same fields", b.extract_avro_ns, b.extract_avro_ns, parts_note);
+  std::snprintf(parts_note, sizeof parts_note, "/order_id of framed Protobuf, wire reader: %.2fx the JSON pointer (<= 2)",
+                b.extract_protobuf_ratio);
+  row("  from Protobuf records of the same fields", b.extract_protobuf_ns, b.extract_protobuf_ns, parts_note);
+  row("    avro-c generic value decode instead", b.avro_generic_ns, b.avro_generic_ns,
+      "avro_value_read into a reused generic value, field by name (not used)");
+  row("    libprotobuf parse + reflection instead", b.protobuf_reflection_ns, b.protobuf_reflection_ns,
+      "DynamicMessage::ParseFromArray, GetStringReference (not used)");
   char note[160];
   std::snprintf(note, sizeof note, "time_limited 1e-3, one per partition, each %llu slices in %.0f KiB",
                 static_cast<unsigned long long>(b.filter_slices), b.filter_kib);
@@ -231,7 +241,10 @@ void json_breakdown(Json& j, const Breakdown& b, double snapshot_ns) {
   j.open("breakdown", '{');
   members(j,
           {{"extract_ns", b.extract_ns}, {"extract_parts_ns", b.extract_parts_ns},
-           {"extract_parts_ratio", b.extract_parts_ratio}, {"filter_ns", b.filter_ns}, {"decide_ns", b.decide_ns},
+           {"extract_parts_ratio", b.extract_parts_ratio}, {"extract_avro_ns", b.extract_avro_ns},
+           {"extract_avro_ratio", b.extract_avro_ratio}, {"extract_protobuf_ns", b.extract_protobuf_ns},
+           {"extract_protobuf_ratio", b.extract_protobuf_ratio}, {"protobuf_reflection_ns", b.protobuf_reflection_ns}, {"avro_generic_ns", b.avro_generic_ns},
+           {"filter_ns", b.filter_ns}, {"decide_ns", b.decide_ns},
            {"header_objects_ns", b.header_objects_ns}, {"snapshot_us", b.snapshot_us},
            {"snapshot_ns_per_event", snapshot_ns}, {"forwarded_share", b.forwarded_share}},
           {{"filter_slices", b.filter_slices}});

@@ -188,8 +188,13 @@ config::Config service_config(const Setup& setup, const std::string& group, cons
   pipeline.name = "bench";
   pipeline.inputs = {kInputTopic};
   pipeline.output = output;
-  pipeline.key.from = config::KeySource::kJson;
-  pipeline.key.pointer = kKeyPointer;
+  pipeline.key = config::KeySettings(config::KeySource::kJson, kKeyPointer, "", true);
+  if (options.format != "json") {  // the same field of framed records, their schema from a file (cached)
+    const bool avro = options.format == "avro";
+    const config::SchemaType type = avro ? config::SchemaType::kAvro : config::SchemaType::kProtobuf;
+    pipeline.key = config::KeySettings(avro ? config::KeySource::kAvro : config::KeySource::kProtobuf, kKeyPointer, "", true);
+    config.schemas = {config::SchemaFile{kBenchSchemaId, type, "(bench)", bench_schema_text(type)}};
+  }
   pipeline.time = config::TimeSource::kEvent;
   // Every event within one TTL: the data spans one millisecond per event.
   pipeline.ttl = std::max<config::Duration>(std::chrono::hours(1),

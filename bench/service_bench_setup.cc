@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <thread>
 
 #include "bloomgate/config/config.h"
 #include "bench_support.h"
+#include "schema_record_writer.h"
 #include "service_bench.h"
 
 namespace bloomgate::bench::service_bench {
@@ -200,8 +202,19 @@ void pre_produce(const Setup& setup) {
       .with("batch.num.messages", std::to_string(setup.options.input_batch_messages));
   connectors::Producer producer(kafka, std::move(producer_options));
   std::uint64_t since_poll = 0;
+  const std::string& format = setup.options.format;
+  std::unique_ptr<app::SchemaRecordWriter> writer;
+  if (format != "json") {
+    const config::SchemaType type = format == "avro" ? config::SchemaType::kAvro : config::SchemaType::kProtobuf;
+    writer = std::make_unique<app::SchemaRecordWriter>(type, bench_schema_text(type), kBenchSchemaId);
+  }
+  Event framed;
   for (const Event& e : setup.workload.events) {
-    produce_or_throw(producer, kInputTopic, e);
+    if (writer) {
+      framed = e;
+      framed.value = writer->framed(e.value);
+    }
+    produce_or_throw(producer, kInputTopic, writer ? framed : e);
     if (++since_poll >= kProducerPollEvery) {
       since_poll = 0;
       producer.poll(milliseconds(0));

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
+#include <thread>
 
 #include "bloomgate/filters/format.h"
 #include "startup_checks.h"
@@ -17,6 +19,9 @@ using connectors::TopicPartitions;
 namespace {
 
 constexpr std::chrono::milliseconds kReconcileIdleTimeout{30'000};
+// A rebuild's wait for a schema the catalog is fetching: asked again after 50 ms, doubling to 1 s.
+constexpr std::chrono::milliseconds kSchemaWaitFirstBackoff{50};
+constexpr std::chrono::milliseconds kSchemaWaitLongestBackoff{1'000};
 
 // The commit metadata written next to a committed offset: the checkpoint's output offset, in decimal.
 std::optional<std::int64_t> parse_output_offset(const std::string& metadata) {
@@ -237,7 +242,8 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
   if (stored) {
     const connectors::PartitionCheckpoint& checkpoint = stored->checkpoint;
     worker = std::make_unique<PartitionWorker>(pipeline, report, std::move(filter),
-                                               filters::from_epoch_nanos(checkpoint.filter_time_ns));
+                                               filters::from_epoch_nanos(checkpoint.filter_time_ns),
+                                               context_.options.schemas);
     worker->progress.restored(checkpoint.next_offset, checkpoint.output_offset);
     report.next_offset = checkpoint.next_offset;
     report.restored = true;
@@ -250,7 +256,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
                  checkpoint.next_offset, checkpoint.output_offset,
                  restored_from.from_snapshot ? "the snapshot of a clean stop" : "its slice records");
   } else {
-    worker = std::make_unique<PartitionWorker>(pipeline, report);
+    worker = std::make_unique<PartitionWorker>(pipeline, report, context_.options.schemas);
     worker->progress.needs_full_image();
   }
   PartitionState::refresh_filter_stats(*worker, wall_clock_now());
@@ -287,6 +293,21 @@ SideReaderOptions Assignment::side_reader_options(const std::string& role) const
   return options;
 }
 
+// Puts one record of the input history into the filter. A record whose schema the catalog is still fetching
+// (the registry slow or down) waits for it here, with backoff, since every key of the window must go in: the
+// rebuild holds the loop anyway (it runs inside the rebalance callback). A stop ends the wait.
+void Assignment::insert_waiting_for_schema(PartitionWorker& worker, const connectors::ConsumedMessage& message) {
+  auto backoff = kSchemaWaitFirstBackoff;
+  while (worker.deduplicator.decide(event_of(message, *worker.pipeline, header_views_),
+                                    message.timestamp_ms().value_or(-1))
+             .outcome == Outcome::kWaitForSchema) {
+    if (context_.stop_requested()) return;
+    reporter_.publish();
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, kSchemaWaitLongestBackoff);
+  }
+}
+
 // Step 3 of the state invariant (input_rebuilder.h): fills a fresh worker's filter from the input history
 // before its committed offset, producing nothing. A read that fails leaves what was inserted (a partial window
 // still drops more repeats than none) and is logged; consumption goes on.
@@ -300,8 +321,7 @@ void Assignment::rebuild(PartitionWorker& worker) {
   spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms)",
                connectors::to_string(worker.id), request.end_offset, request.ttl.count());
   const auto insert = [&](connectors::ConsumedMessage& message) {
-    (void)worker.deduplicator.decide(event_of(message, *worker.pipeline, header_views_),
-                                     message.timestamp_ms().value_or(-1));
+    insert_waiting_for_schema(worker, message);
     ++report.rebuild_events;
   };
   const auto progress = [&](std::uint64_t read, std::uint64_t total) {

@@ -49,6 +49,7 @@ class Assignment {
   bool input_holds(const connectors::PartitionId& id, std::int64_t next_offset) const;
   SideReaderOptions side_reader_options(const std::string& role) const;
   void rebuild(PartitionWorker& worker);
+  void insert_waiting_for_schema(PartitionWorker& worker, const connectors::ConsumedMessage& message);
   void reconcile(const std::vector<ReconcileRequest>& requests, const std::vector<PartitionWorker*>& workers);
 
   ServiceContext& context_;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "bloomgate/app/demo_workload.h"
+#include "schema_record_writer.h"
 #include "bloomgate/app/filter_command.h"
 #include "bloomgate/app/logging.h"
 #include "bloomgate/app/run_command.h"
@@ -64,6 +66,24 @@ struct ExpectedEvent {
   std::int64_t gap_ms = -1;  // new: since its key was last recorded; -1 when it never was
 };
 
+// The demo's order (demo_workload.cc) as an Avro record and a Protobuf message, schema id kDemoSchemaId.
+constexpr std::uint32_t kDemoSchemaId = 1;
+const std::string kDemoAvroSchema = R"({"type": "record", "name": "Order", "fields": [
+  {"name": "order_id", "type": "string"}, {"name": "customer", "type": "string"},
+  {"name": "amount_cents", "type": "long"}, {"name": "ts", "type": "long"}, {"name": "status", "type": "string"}]})";
+const std::string kDemoProtobufSchema = R"(syntax = "proto3";
+message Order { string order_id = 1; string customer = 2; int64 amount_cents = 3; int64 ts = 4; string status = 5; })";
+
+std::optional<config::SchemaType> schema_type_of(const DemoOptions& options) {
+  if (options.format == "avro") return config::SchemaType::kAvro;
+  if (options.format == "protobuf") return config::SchemaType::kProtobuf;
+  return std::nullopt;
+}
+
+const std::string& demo_schema(config::SchemaType type) {
+  return type == config::SchemaType::kAvro ? kDemoAvroSchema : kDemoProtobufSchema;
+}
+
 config::Config demo_config(const DemoOptions& options, const DemoNames& names) {
   config::Config config;
   config.kafka.brokers = options.brokers.empty() ? std::string(config::kEmbeddedBrokers) : options.brokers;
@@ -75,8 +95,12 @@ config::Config demo_config(const DemoOptions& options, const DemoNames& names) {
   pipeline.inputs = {names.input};
   pipeline.output = names.output;
   pipeline.dead_letter = names.dead_letter;
-  pipeline.key.from = config::KeySource::kJson;
-  pipeline.key.pointer = "/order_id";
+  pipeline.key = config::KeySettings(config::KeySource::kJson, "/order_id", "", true);
+  if (const std::optional<config::SchemaType> type = schema_type_of(options)) {
+    const auto source = *type == config::SchemaType::kAvro ? config::KeySource::kAvro : config::KeySource::kProtobuf;
+    pipeline.key = config::KeySettings(source, "/order_id", "", true);
+    config.schemas = {config::SchemaFile{kDemoSchemaId, *type, "(demo)", demo_schema(*type)}};
+  }
   pipeline.ttl = options.ttl;
   pipeline.filter.error_rate = options.error_rate;
   // Each partition's filter sees its share of the stream.
@@ -115,6 +139,9 @@ class WorkloadProducer {
   WorkloadProducer(const DemoOptions& options, std::string topic, std::chrono::milliseconds slack)
       : options_(options), topic_(std::move(topic)), slack_(slack) {
     expected_.reserve(options.events);
+    if (const std::optional<config::SchemaType> type = schema_type_of(options)) {
+      writer_ = std::make_unique<SchemaRecordWriter>(*type, demo_schema(*type), kDemoSchemaId);
+    }
   }
 
   // `consumed`: how far the service has got. Stops early when `abort` becomes true.
@@ -170,7 +197,9 @@ class WorkloadProducer {
                                         std::string_view(sequence_text, static_cast<std::size_t>(end - sequence_text))};
     connectors::OutgoingMessage message;
     message.key = event.key;  // the partitioner keeps a key on one partition, so it meets one filter
-    message.value = event.value;
+    std::string framed;
+    if (writer_) framed = writer_->framed(event.value);
+    message.value = writer_ ? std::string_view(framed) : std::string_view(event.value);
     message.headers = std::span(&header, 1);
     message.timestamp_ms = event.timestamp_ms;
     if (auto error = producer.produce(topic_, message); !error.ok()) throw connectors::KafkaException(error);
@@ -181,6 +210,7 @@ class WorkloadProducer {
   std::chrono::milliseconds slack_;
   std::vector<ExpectedEvent> expected_;
   std::uint64_t failed_deliveries_ = 0;  // written by delivery reports, served on the producing thread
+  std::unique_ptr<SchemaRecordWriter> writer_;  // --format avro or protobuf
 };
 
 // The live progress line: a carriage return keeps it on one line in a terminal; elsewhere (CI logs) a

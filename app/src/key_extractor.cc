@@ -10,10 +10,13 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
+#include "bloomgate/app/schema_catalog.h"
 #include "json_big_numbers.h"
+#include "schema_field_readers.h"
 
 namespace bloomgate::app {
 namespace {
@@ -85,6 +88,10 @@ std::string_view reason_name(RejectionReason reason) noexcept {
     case RejectionReason::kMissingHeader: return "missing_header";
     case RejectionReason::kMissingMessageKey: return "missing_message_key";
     case RejectionReason::kRecordTooLarge: return "record_too_large";
+    case RejectionReason::kUnknownSchema: return "unknown_schema";
+    case RejectionReason::kMalformedAvro: return "malformed_avro";
+    case RejectionReason::kMalformedProtobuf: return "malformed_protobuf";
+    case RejectionReason::kNotSchemaFramed: return "not_schema_framed";
   }
   return "unknown";
 }
@@ -100,6 +107,7 @@ struct KeyExtractor::JsonParser {
   std::vector<char> padded_value;
   simdjson::dom::element document;
   bool parsed = false;  // reset by every extract()
+  std::string_view parsed_value;  // what `document` was parsed from: the value, or a json_schema payload
   bool big_numbers = false;
   std::unique_ptr<detail::JsonBigNumbers> big_number_parsers;  // made by the first document that needs them
 
@@ -122,12 +130,63 @@ simdjson::error_code KeyExtractor::JsonParser::parse(std::string_view value) {
   return error;
 }
 
+// What the schema parts keep between records: the catalog's answers and a reader per (part, schema id),
+// dropped all at once when they reach kMaxSchemas (the catalog bounds its own cache likewise).
+struct KeyExtractor::SchemaParts {
+  static constexpr std::size_t kMaxSchemas = 256;
+  struct Part {
+    std::vector<std::string> path;  // the pointer's names
+    std::map<std::uint32_t, std::unique_ptr<schema::AvroFieldReader>> avro;
+    std::map<std::uint32_t, std::unique_ptr<schema::ProtobufFieldReader>> protobuf;
+  };
+
+  std::shared_ptr<SchemaCatalog> catalog;
+  std::vector<Part> parts;  // by part index; empty paths for the other sources
+  std::map<std::uint32_t, SchemaLookup> known;  // kReady and kUnknown answers
+  schema::Frame frame;
+
+  // The catalog's answer for `id`; kPending is asked again next time.
+  const SchemaLookup& lookup(std::uint32_t id);
+  // The first avro or protobuf part whose schema is still pending, or nothing.
+  std::optional<std::uint32_t> pending(const std::vector<config::KeyPart>& key_parts, const EventView& event);
+  void forget_all_over_limit();
+};
+
+const SchemaLookup& KeyExtractor::SchemaParts::lookup(std::uint32_t id) {
+  if (const auto it = known.find(id); it != known.end()) return it->second;
+  static const SchemaLookup kPending{};
+  SchemaLookup answer = catalog->lookup(id);
+  if (answer.status == SchemaStatus::kPending) return kPending;
+  forget_all_over_limit();
+  return known.emplace(id, std::move(answer)).first->second;
+}
+
+void KeyExtractor::SchemaParts::forget_all_over_limit() {
+  if (known.size() < kMaxSchemas) return;
+  known.clear();
+  for (Part& part : parts) {
+    part.avro.clear();
+    part.protobuf.clear();
+  }
+}
+
+std::optional<std::uint32_t> KeyExtractor::SchemaParts::pending(const std::vector<config::KeyPart>& key_parts,
+                                                                const EventView& event) {
+  for (const config::KeyPart& part : key_parts) {
+    if (!config::needs_schema(part.from)) continue;
+    if (schema::read_frame(event.value, event.headers, part.from == config::KeySource::kProtobuf, frame)) continue;
+    if (lookup(frame.id).status == SchemaStatus::kPending) return frame.id;
+  }
+  return std::nullopt;
+}
+
 KeyExtractor::KeyExtractor(const config::KeySettings& settings, std::uint64_t max_key_bytes,
-                           std::uint64_t max_value_bytes)
-    : parts_(config::key_parts(settings)),
+                           std::uint64_t max_value_bytes, std::shared_ptr<SchemaCatalog> schemas)
+    : parts_(settings.parts),
       empty_is_error_(settings.empty_is_error),
       max_key_bytes_(max_key_bytes),
       max_value_bytes_(max_value_bytes) {
+  if (parts_.empty()) throw std::invalid_argument("a key has at least one part");
   if (parts_.size() > config::kMaxKeyParts) {
     throw std::invalid_argument("a key has at most " + std::to_string(config::kMaxKeyParts) + " parts");
   }
@@ -139,9 +198,24 @@ KeyExtractor::KeyExtractor(const config::KeySettings& settings, std::uint64_t ma
       throw std::invalid_argument("\"" + part.pointer +
                                   "\" is not an RFC 6901 JSON pointer: it starts with / and escapes ~ as ~0, / as ~1");
     }
-    if (part.from == config::KeySource::kJson && !json_) json_ = std::make_unique<JsonParser>();
+    const bool reads_json = part.from == config::KeySource::kJson || part.from == config::KeySource::kJsonSchema;
+    if (reads_json && !json_) json_ = std::make_unique<JsonParser>();
     if (part.from == config::KeySource::kHeader && part.header.empty()) {
       throw std::invalid_argument("a key taken from a header needs the header's name");
+    }
+    if (config::needs_schema(part.from) && (part.pointer.empty() || part.pointer.front() != '/')) {
+      // A field path names at least one field (found by fuzz/key_extractor_fuzzer: an empty one read no field).
+      throw std::invalid_argument("\"" + part.pointer + "\" names no field: a field path starts with /, like /order/id");
+    }
+    if (config::needs_schema(part.from) && !schemas) {
+      throw std::invalid_argument("a key part read with a schema (" + config::describe(part) + ") needs a schema catalog");
+    }
+  }
+  if (schemas) {
+    schema_parts_ = std::make_unique<SchemaParts>();
+    schema_parts_->catalog = std::move(schemas);
+    for (const config::KeyPart& part : parts_) {
+      schema_parts_->parts.push_back({config::needs_schema(part.from) ? schema::pointer_tokens(part.pointer) : std::vector<std::string>{}, {}, {}});
     }
   }
 }
@@ -155,6 +229,9 @@ ExtractionResult KeyExtractor::extract(const EventView& event) {
     return Rejection{RejectionReason::kValueTooLarge, too_large_message("value", event.value.size(), max_value_bytes_)};
   }
   if (json_) json_->parsed = false;
+  if (schema_parts_) {
+    if (const std::optional<std::uint32_t> id = schema_parts_->pending(parts_, event)) return SchemaPending{*id};
+  }
   return parts_.size() == 1 ? single_part_key(event) : encoded_parts_key(event);
 }
 
@@ -163,7 +240,7 @@ ExtractionResult KeyExtractor::extract(const EventView& event) {
 ExtractionResult KeyExtractor::single_part_key(const EventView& event) {
   const config::KeyPart& part = parts_.front();
   std::string_view bytes;
-  if (std::optional<Rejection> rejection = read_part(part, event, bytes)) return std::move(*rejection);
+  if (std::optional<Rejection> rejection = read_part(0, event, bytes)) return std::move(*rejection);
   if (part.trim) bytes = trim_ascii(bytes);
   if (part.lowercase && has_ascii_upper(bytes)) {
     key_buffer_.assign(bytes);
@@ -180,7 +257,7 @@ ExtractionResult KeyExtractor::encoded_parts_key(const EventView& event) {
   for (std::size_t i = 0; i < parts_.size(); ++i) {
     const config::KeyPart& part = parts_[i];
     std::string_view bytes;
-    if (std::optional<Rejection> rejection = read_part(part, event, bytes)) {
+    if (std::optional<Rejection> rejection = read_part(i, event, bytes)) {
       return about_part(std::move(*rejection), i, parts_.size(), part);
     }
     if (part.trim) bytes = trim_ascii(bytes);
@@ -201,8 +278,8 @@ ExtractionResult KeyExtractor::encoded_parts_key(const EventView& event) {
   return ExtractedKey::viewing(key_buffer_);
 }
 
-std::optional<Rejection> KeyExtractor::read_part(const config::KeyPart& part, const EventView& event,
-                                                 std::string_view& bytes) {
+std::optional<Rejection> KeyExtractor::read_part(std::size_t index, const EventView& event, std::string_view& bytes) {
+  const config::KeyPart& part = parts_[index];
   switch (part.from) {
     case config::KeySource::kMessageKey:
       if (!event.key) return Rejection{RejectionReason::kMissingMessageKey, "the record's key is null"};
@@ -221,6 +298,13 @@ std::optional<Rejection> KeyExtractor::read_part(const config::KeyPart& part, co
       return std::nullopt;
     }
     case config::KeySource::kJson: return read_json_field(part, event.value, bytes);
+    case config::KeySource::kJsonSchema: {
+      schema::Frame frame;
+      if (std::optional<Rejection> unframed = schema::read_frame(event.value, event.headers, false, frame)) return unframed;
+      return read_json_field(part, frame.payload, bytes);
+    }
+    case config::KeySource::kAvro:
+    case config::KeySource::kProtobuf: return read_schema_field(index, event, bytes);
   }
   throw std::logic_error("unknown key source");
 }
@@ -228,7 +312,8 @@ std::optional<Rejection> KeyExtractor::read_part(const config::KeyPart& part, co
 std::optional<Rejection> KeyExtractor::read_json_field(const config::KeyPart& part, std::string_view value,
                                                        std::string_view& bytes) {
   if (value.empty()) return Rejection{RejectionReason::kMalformedJson, "the value is empty, which is not JSON"};
-  if (!json_->parsed) {
+  if (!json_->parsed || json_->parsed_value.data() != value.data() || json_->parsed_value.size() != value.size()) {
+    json_->parsed_value = value;
     if (const auto error = json_->parse(value)) {
       return Rejection{RejectionReason::kMalformedJson,
                        std::string("the value is not valid JSON: ") + simdjson::error_message(error)};
@@ -273,6 +358,54 @@ std::optional<Rejection> KeyExtractor::read_json_field(const config::KeyPart& pa
   throw std::logic_error("unknown JSON element type");
 }
 
+namespace {
+
+std::optional<Rejection> schema_problem(const SchemaLookup& lookup, config::SchemaType wanted, std::uint32_t id) {
+  if (lookup.status == SchemaStatus::kUnknown) return Rejection{RejectionReason::kUnknownSchema, lookup.problem};
+  if (lookup.schema->type() != wanted) {
+    return Rejection{RejectionReason::kUnknownSchema,
+                     "schema " + std::to_string(id) + " is not an " +
+                         std::string(wanted == config::SchemaType::kAvro ? "Avro" : "Protobuf") + " schema"};
+  }
+  return std::nullopt;
+}
+
+// The reader of `id` in `readers`, made on first use.
+template <class Reader>
+Reader& reader_for(std::map<std::uint32_t, std::unique_ptr<Reader>>& readers, std::uint32_t id,
+                   const SchemaLookup& lookup, const std::vector<std::string>& path) {
+  std::unique_ptr<Reader>& reader = readers[id];
+  if (!reader) reader = std::make_unique<Reader>(lookup.schema, path);
+  return *reader;
+}
+
+}  // namespace
+
+// The frame, its schema (known: pending ones were waited for in extract()), and the field.
+std::optional<Rejection> KeyExtractor::read_schema_field(std::size_t index, const EventView& event, std::string_view& bytes) {
+  SchemaParts& schemas = *schema_parts_;
+  const bool protobuf = parts_[index].from == config::KeySource::kProtobuf;
+  schema::Frame& frame = schemas.frame;
+  if (std::optional<Rejection> unframed = schema::read_frame(event.value, event.headers, protobuf, frame)) return unframed;
+  const SchemaLookup& lookup = schemas.lookup(frame.id);
+  if (lookup.status == SchemaStatus::kPending) {  // only if the catalog dropped it since extract() asked
+    return Rejection{RejectionReason::kUnknownSchema, "schema " + std::to_string(frame.id) + " is not available"};
+  }
+  const auto wanted = protobuf ? config::SchemaType::kProtobuf : config::SchemaType::kAvro;
+  if (std::optional<Rejection> problem = schema_problem(lookup, wanted, frame.id)) return problem;
+  SchemaParts::Part& part = schemas.parts[index];
+  std::optional<Rejection> rejection;
+  try {
+    rejection = protobuf ? reader_for(part.protobuf, frame.id, lookup, part.path).read(frame, rendered_)
+                         : reader_for(part.avro, frame.id, lookup, part.path).read(frame.payload, rendered_);
+  } catch (const SchemaError& e) {
+    return Rejection{RejectionReason::kUnknownSchema, e.what()};
+  }
+  if (rejection) return rejection;
+  bytes = rendered_;
+  return std::nullopt;
+}
+
 std::optional<Rejection> KeyExtractor::key_size_violation(std::size_t key_size) const {
   if (key_size == 0 && empty_is_error_) {
     return Rejection{RejectionReason::kEmptyKey, "the key is empty, and empty keys are configured as errors"};
@@ -290,8 +423,11 @@ void append_key_part(std::string& key, std::string_view part) {
 }
 
 bool key_reads_headers(const config::KeySettings& settings) {
-  const auto from_header = [](const config::KeyPart& part) { return part.from == config::KeySource::kHeader; };
-  if (settings.parts.empty()) return settings.from == config::KeySource::kHeader;
+  // A schema-framed value may carry its schema id in the __value_schema_id header.
+  const auto from_header = [](const config::KeyPart& part) {
+    return part.from == config::KeySource::kHeader || part.from == config::KeySource::kAvro ||
+           part.from == config::KeySource::kProtobuf || part.from == config::KeySource::kJsonSchema;
+  };
   return std::any_of(settings.parts.begin(), settings.parts.end(), from_header);
 }
 

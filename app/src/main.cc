@@ -191,6 +191,9 @@ void add_demo_command(CLI::App& app, bloomgate::app::DemoOptions& options) {
       ->capture_default_str();
   cmd->add_option("--log-level", options.log_level, "trace, debug, info, warn, error, critical or off")
       ->capture_default_str();
+  cmd->add_option("--format", options.format,
+                  "The input's values: json, or avro / protobuf records in the Schema Registry's framing")
+      ->capture_default_str()->check(CLI::IsMember({"json", "avro", "protobuf"}));
 }
 
 void add_inspect_command(CLI::App& app, bloomgate::app::InspectOptions& options) {

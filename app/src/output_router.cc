@@ -119,6 +119,8 @@ Delivery OutputRouter::deliver(const PartitionWorker& worker, ConsumedMessage& m
       }
       break;
     }
+    case Outcome::kWaitForSchema:
+      throw std::logic_error("OutputRouter: an event waiting for its schema has no destination yet");
   }
   return produced ? Delivery::kDone : Delivery::kNotProduced;
 }

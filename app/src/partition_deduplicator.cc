@@ -47,14 +47,16 @@ std::unique_ptr<filters::Filter> make_partition_filter(const config::PipelineSet
   }
 }
 
-PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now)
-    : extractor_(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes),
+PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now,
+                                             std::shared_ptr<SchemaCatalog> schemas)
+    : extractor_(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes, std::move(schemas)),
       clock_(pipeline.time, std::move(now)),
       filter_(make_partition_filter(pipeline)) {}
 
 PartitionDeduplicator::PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now,
-                                             std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time)
-    : extractor_(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes),
+                                             std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time,
+                                             std::shared_ptr<SchemaCatalog> schemas)
+    : extractor_(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes, std::move(schemas)),
       clock_(pipeline.time, std::move(now)),
       filter_(std::move(restored)) {
   if (!filter_) throw std::invalid_argument("PartitionDeduplicator: the restored filter is null");
@@ -80,6 +82,12 @@ Verdict PartitionDeduplicator::reject(Rejection rejection, std::int64_t record_t
 Verdict PartitionDeduplicator::decide(const EventView& event, std::int64_t record_timestamp_ms,
                                       const Rejection* unforwardable) {
   ExtractionResult extracted = extractor_.extract(event);
+  if (extracted.is_pending()) {
+    Verdict waiting;
+    waiting.outcome = Outcome::kWaitForSchema;
+    waiting.pending_schema = extracted.pending_schema();
+    return waiting;
+  }
   if (!extracted.has_key()) return reject(extracted.rejection(), record_timestamp_ms);
   if (unforwardable != nullptr) return reject(*unforwardable, record_timestamp_ms);
   Verdict verdict;

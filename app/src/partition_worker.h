@@ -46,15 +46,17 @@ inline EventView event_of(const connectors::ConsumedMessage& message, const conf
 
 struct PartitionWorker {
   // With an empty filter.
-  PartitionWorker(const config::PipelineSettings& settings, PartitionReport& partition_report)
-      : pipeline(&settings), deduplicator(settings, wall_clock_now), report(&partition_report) {
+  PartitionWorker(const config::PipelineSettings& settings, PartitionReport& partition_report,
+                  std::shared_ptr<SchemaCatalog> schemas = nullptr)
+      : pipeline(&settings), deduplicator(settings, wall_clock_now, std::move(schemas)), report(&partition_report) {
     init();
   }
   // Around a filter restored from a checkpoint, whose present was `filter_time`.
   PartitionWorker(const config::PipelineSettings& settings, PartitionReport& partition_report,
-                  std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time)
+                  std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time,
+                  std::shared_ptr<SchemaCatalog> schemas = nullptr)
       : pipeline(&settings),
-        deduplicator(settings, wall_clock_now, std::move(restored), filter_time),
+        deduplicator(settings, wall_clock_now, std::move(restored), filter_time, std::move(schemas)),
         report(&partition_report) {
     init();
   }

@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "bloomgate/app/schema_catalog.h"
 #include "service_loop.h"
 
 namespace bloomgate::app {
@@ -13,6 +14,7 @@ namespace bloomgate::app {
 class Service::Impl {
  public:
   Impl(config::Config config, ServiceOptions options) : config_(std::move(config)), options_(std::move(options)) {
+    if (!options_.schemas) options_.schemas = make_schema_catalog(config_);
     for (const auto& pipeline : config_.pipelines) {
       filter_options_for(pipeline);  // throws on settings the filters reject, before any Kafka work
     }

@@ -47,6 +47,7 @@ class ServiceContext {
   std::unique_ptr<connectors::Consumer> consumer;  // reset first: its close() may flush and commit
   std::optional<Clock::time_point> stop_deadline;  // set when a graceful stop begins
   CommitCounters counters;
+  std::uint64_t partitions_waiting_for_schema = 0;  // SchemaWaits::held(), for the snapshot
 
   bool failed() const noexcept { return failure_.has_value(); }
   const std::optional<std::string>& failure() const noexcept { return failure_; }

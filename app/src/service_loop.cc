@@ -43,6 +43,7 @@ void count_verdict(PartitionReport& report, const PartitionWorker& worker, const
       ++report.counters.dead_lettered;
       ++report.dead_letters_by_reason[static_cast<std::size_t>(verdict.rejection->reason)];
       break;
+    case Outcome::kWaitForSchema: break;  // not decided: handle() holds it back
   }
 }
 
@@ -152,6 +153,10 @@ void ServiceLoop::check_timers() {
   retention_.poll(now);
   router_.limits().poll(now);
   protocol_->tick(now);
+  if (options_.schemas) {
+    schema_waits_.resume_ready(*context_.consumer, *options_.schemas);
+    context_.partitions_waiting_for_schema = schema_waits_.held();
+  }
   if (now >= next_snapshot_) {
     reporter_.publish();
     next_snapshot_ = now + options_.snapshot_interval;
@@ -170,8 +175,9 @@ void ServiceLoop::handle(ConsumedMessage& message) {
   const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
   const auto started = timed ? Clock::now() : Clock::time_point{};
   const EventView event = event_of(message, *worker->pipeline, header_views_);
-  worker->progress.decided();
   const Verdict verdict = decide(*worker, message, event);
+  if (verdict.outcome == Outcome::kWaitForSchema) return hold_for_schema(message, verdict.pending_schema);
+  worker->progress.decided();
   PartitionReport& report = *worker->report;
   if (worker->progress.take_delivered(message.offset())) {
     ++report.reconciled;  // decided (its key is in the filter) but forwarded before the restart: not again
@@ -185,6 +191,16 @@ void ServiceLoop::handle(ConsumedMessage& message) {
   worker->progress.processed(message.offset());
   report.next_offset = worker->progress.next_offset();
   if (timed) reporter_.processing_latency().observe(std::chrono::duration<double>(Clock::now() - started).count());
+}
+
+// The partition stops at this record until the catalog has its schema (schema_waits.h).
+void ServiceLoop::hold_for_schema(const ConsumedMessage& message, std::uint32_t schema_id) {
+  KafkaError error = schema_waits_.hold(*context_.consumer, message, schema_id);
+  context_.partitions_waiting_for_schema = schema_waits_.held();
+  if (!error.ok()) {
+    context_.fail("consumer: holding " + std::string(message.topic()) + "/" + std::to_string(message.partition()) +
+                  " back for schema " + std::to_string(schema_id) + " failed: " + error.message());
+  }
 }
 
 // An event too large to forward is a dead letter before its key reaches the filter (output_router.h).

@@ -18,6 +18,7 @@
 #include "output_router.h"
 #include "partition_state.h"
 #include "service_context.h"
+#include "schema_waits.h"
 #include "service_reporting.h"
 #include "startup_checks.h"
 
@@ -43,6 +44,7 @@ class ServiceLoop final : private ProduceEvents, private StateEvents {
   void loop();
   void handle(connectors::ConsumedMessage& message);
   Verdict decide(PartitionWorker& worker, const connectors::ConsumedMessage& message, const EventView& event);
+  void hold_for_schema(const connectors::ConsumedMessage& message, std::uint32_t schema_id);
   void after_event();
   void check_timers();
   void stop_at_unkeyable(const PartitionWorker& worker, const connectors::ConsumedMessage& message,
@@ -67,6 +69,7 @@ class ServiceLoop final : private ProduceEvents, private StateEvents {
   std::unique_ptr<CommitProtocol> protocol_ = make_commit_protocol(context_, state_, ports_.ports());
   Assignment assignment_{context_, state_, *protocol_, reporter_};
   RetentionCheck retention_;
+  SchemaWaits schema_waits_;
 
   std::vector<connectors::ConsumedMessage> batch_;     // the records of one poll_batch(), reused
   std::vector<connectors::HeaderView> header_views_;  // event_of()'s storage, reused event after event

@@ -138,7 +138,13 @@ struct ServiceMetrics::Families {
         transactions(family(prometheus::BuildCounter(), r, "bloomgate_transactions_total",
             "exactly_once: transactions ended, by result (committed, aborted)")),
         running(family(prometheus::BuildGauge(), r, "bloomgate_running",
-            "1 while the service consumes (start-up checks passed, not stopping)").Add({})) {
+            "1 while the service consumes (start-up checks passed, not stopping)").Add({})),
+        waiting_for_schema(family(prometheus::BuildGauge(), r, "bloomgate_partitions_waiting_for_schema",
+            "Input partitions paused at a record whose schema is being fetched from the schema registry").Add({})),
+        registry_failures(family(prometheus::BuildCounter(), r, "bloomgate_schema_registry_failed_requests_total",
+            "Schema registry requests that got no answer (refused, timed out, 5xx); retried with backoff").Add({})),
+        registry_up(family(prometheus::BuildGauge(), r, "bloomgate_schema_registry_up",
+            "0 from a failed schema registry request until one succeeds").Add({})) {
     for (const PartitionCounter& c : kPartitionCounters) {
       counters.push_back(&family(prometheus::BuildCounter(), r, c.name, c.help));
     }
@@ -156,6 +162,9 @@ struct ServiceMetrics::Families {
   Counter& commits;
   prometheus::Family<Counter>& transactions;
   Gauge& running;
+  Gauge& waiting_for_schema;
+  Counter& registry_failures;
+  Gauge& registry_up;
 };
 
 struct ServiceMetrics::PartitionSeries {
@@ -235,6 +244,9 @@ void ServiceMetrics::update(const ServiceSnapshot& snapshot) {
     advance(families_->transactions.Add({{"result", "aborted"}}), snapshot.transactions_aborted);
   }
   families_->running.Set(snapshot.running ? 1 : 0);
+  families_->waiting_for_schema.Set(static_cast<double>(snapshot.partitions_waiting_for_schema));
+  advance(families_->registry_failures, snapshot.schema_registry_failures);
+  families_->registry_up.Set(snapshot.schema_registry_reachable ? 1 : 0);
 }
 
 ServiceEndpoints::ServiceEndpoints(SnapshotSource snapshot, const config::Config& config, const std::string& listen)

@@ -1,5 +1,7 @@
 #include "service_reporting.h"
 
+#include "bloomgate/app/schema_catalog.h"
+
 namespace bloomgate::app {
 
 void ServiceReporter::sample_partition(PartitionWorker& worker, filters::TimePoint now) {
@@ -32,6 +34,11 @@ void ServiceReporter::publish() {
   snapshot.processing_latency = processing_latency_;
   snapshot.producer_queue = context_.producer ? context_.producer->outq_len() : 0;
   snapshot.running = running_ && joined_ && !restoring_;
+  snapshot.partitions_waiting_for_schema = context_.partitions_waiting_for_schema;
+  if (context_.options.schemas) {
+    snapshot.schema_registry_failures = context_.options.schemas->failed_requests();
+    snapshot.schema_registry_reachable = context_.options.schemas->registry_reachable();
+  }
   {
     std::lock_guard lock(mutex_);
     published_ = snapshot;

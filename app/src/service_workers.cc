@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "bloomgate/app/schema_catalog.h"
 #include "bloomgate/connectors/admin.h"
 #include "state_directory.h"
 
@@ -111,6 +112,9 @@ ServiceSnapshot merge_snapshots(std::span<const ServiceSnapshot> snapshots) {
     merged.transactions_committed += snapshot.transactions_committed;
     merged.transactions_aborted += snapshot.transactions_aborted;
     merged.producer_queue += snapshot.producer_queue;
+    merged.partitions_waiting_for_schema += snapshot.partitions_waiting_for_schema;
+    merged.schema_registry_failures = std::max(merged.schema_registry_failures, snapshot.schema_registry_failures);
+    merged.schema_registry_reachable = merged.schema_registry_reachable && snapshot.schema_registry_reachable;
     add(merged.processing_latency, snapshot.processing_latency);
     merged.running = merged.running && snapshot.running;
   }
@@ -180,6 +184,7 @@ RunResult ServiceWorkers::run() {
     const std::uint32_t count = resolved_count();
     ServiceOptions worker_options = options_;
     worker_options.stop = &stop_workers_;
+    if (!worker_options.schemas) worker_options.schemas = make_schema_catalog(config_);  // one for every worker
     if (count > 1) {
       state_ = std::make_unique<StateDirectory>(config_, options_.state_environment);
       state_->open();

@@ -18,6 +18,7 @@
 
 #include "bloomgate/config/duration.h"
 #include "bloomgate/filters/filter_types.h"
+#include "schema_config.h"
 #include "yaml_reader.h"
 
 namespace bloomgate::config {
@@ -182,17 +183,25 @@ MetricsSettings read_metrics(const Context& ctx, MapReader& root) {
       });
 }
 
+const std::vector<std::string> kKeySourceNames = {"message_key", "json", "header", "value", "avro", "protobuf", "json_schema"};
+
+bool takes_pointer(KeySource source) {
+  return source == KeySource::kJson || source == KeySource::kJsonSchema || needs_schema(source);
+}
+
 // The fields of one key source, shared by the one-source form of `key` and each entry of `key.parts`.
 KeyPart read_key_source(const Context& ctx, MapReader& reader) {
   KeyPart out;
   const YAML::Node from = reader.require("from");
-  out.from = static_cast<KeySource>(
-      detail::read_choice(ctx, from, reader.path_of("from"), {"message_key", "json", "header", "value"}));
-  if (out.from == KeySource::kJson) {
+  out.from = static_cast<KeySource>(detail::read_choice(ctx, from, reader.path_of("from"), kKeySourceNames));
+  if (takes_pointer(out.from)) {
     const YAML::Node pointer = reader.require("pointer");
     out.pointer = detail::read_string(ctx, pointer, reader.path_of("pointer"));
     if (out.pointer.empty() || out.pointer[0] != '/') {
-      fail(ctx, pointer, reader.path_of("pointer"), "a JSON pointer starts with /, like /order_id");
+      fail(ctx, pointer, reader.path_of("pointer"),
+           out.from == KeySource::kJson || out.from == KeySource::kJsonSchema
+               ? "a JSON pointer starts with /, like /order_id"
+               : "a field path is spelled as a JSON pointer: it starts with /, like /order/id");
     }
   }
   if (out.from == KeySource::kHeader) {
@@ -221,6 +230,7 @@ std::vector<KeyPart> read_key_parts(const Context& ctx, const YAML::Node& list, 
   return out;
 }
 
+// Either form becomes `parts`: the one-source form is a list of one part.
 KeySettings read_key(const Context& ctx, const YAML::Node& node, const std::string& path) {
   MapReader key(ctx, node, path);
   KeySettings out;
@@ -228,12 +238,7 @@ KeySettings read_key(const Context& ctx, const YAML::Node& node, const std::stri
     if (const YAML::Node from = key.take("from")) fail(ctx, from, key.path_of("from"), "a key has either from or parts, not both");
     out.parts = read_key_parts(ctx, key.take("parts"), key.path_of("parts"));
   } else {
-    const KeyPart source = read_key_source(ctx, key);
-    out.from = source.from;
-    out.pointer = source.pointer;
-    out.header = source.header;
-    out.trim = source.trim;
-    out.lowercase = source.lowercase;
+    out.parts = {read_key_source(ctx, key)};
   }
   if (const YAML::Node n = key.take("empty_is_error")) out.empty_is_error = detail::read_bool(ctx, n, key.path_of("empty_is_error"));
   key.finish();
@@ -362,7 +367,8 @@ YAML::Node node_of_key(const YAML::Node& node, const std::string& key) {
   return at;
 }
 
-std::vector<PipelineSettings> read_pipelines(const Context& ctx, MapReader& root, const PipelineCheck& check) {
+std::vector<PipelineSettings> read_pipelines(const Context& ctx, MapReader& root, const PipelineCheck& check,
+                                             bool schemas_known) {
   const YAML::Node list = root.require("pipelines");
   if (!list.IsSequence() || list.size() == 0) fail(ctx, list, "pipelines", "expected a list of at least one pipeline");
   std::vector<PipelineSettings> out;
@@ -371,6 +377,7 @@ std::vector<PipelineSettings> read_pipelines(const Context& ctx, MapReader& root
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string path = "pipelines[" + std::to_string(i) + "]";
     out.push_back(read_pipeline(ctx, list[i], path));
+    if (!schemas_known) detail::check_schema_sources(ctx, list[i]["key"], path + ".key", out.back().key);
     if (check) {
       if (const std::optional<PipelineProblem> problem = check(out.back())) {
         fail(ctx, node_of_key(list[i], problem->key), path + "." + problem->key, problem->problem);
@@ -446,15 +453,6 @@ void check_utf8(const std::string& text, const std::string& source) {
   }
 }
 
-std::optional<std::string> read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return text.str();
-}
-
 }  // namespace
 
 bool is_secret_property(const std::string& key) {
@@ -479,10 +477,7 @@ std::map<std::string, std::string> properties_for(const KafkaSettings& kafka, Cl
   return out;
 }
 
-std::vector<KeyPart> key_parts(const KeySettings& key) {
-  if (!key.parts.empty()) return key.parts;
-  return {KeyPart{key.from, key.pointer, key.header, key.trim, key.lowercase}};
-}
+bool needs_schema(KeySource source) { return source == KeySource::kAvro || source == KeySource::kProtobuf; }
 
 std::string describe(const KeyPart& part) {
   switch (part.from) {
@@ -490,6 +485,9 @@ std::string describe(const KeyPart& part) {
     case KeySource::kJson: return "json " + part.pointer;
     case KeySource::kHeader: return "header " + part.header;
     case KeySource::kValue: return "value";
+    case KeySource::kAvro: return "avro " + part.pointer;
+    case KeySource::kProtobuf: return "protobuf " + part.pointer;
+    case KeySource::kJsonSchema: return "json_schema " + part.pointer;
   }
   return "unknown source";
 }
@@ -503,7 +501,7 @@ SecretSources SecretSources::from_process() {
     return value == nullptr ? std::nullopt : std::optional<std::string>(value);
   };
   s.file = [](const std::string& path) -> std::optional<std::string> {
-    auto text = read_whole_file(path);
+    auto text = detail::read_whole_file(path);
     while (text && !text->empty() && (text->back() == '\n' || text->back() == '\r')) text->pop_back();
     return text;
   };
@@ -572,13 +570,15 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   config.state = read_state(ctx, top);
   config.metrics = read_metrics(ctx, top);
   config.shutdown = read_shutdown(ctx, top);
-  config.pipelines = read_pipelines(ctx, top, check);
+  config.schema_registry = detail::read_schema_registry(ctx, top);
+  config.schemas = detail::read_schema_files(ctx, top);
+  config.pipelines = read_pipelines(ctx, top, check, !config.schema_registry.url.empty() || !config.schemas.empty());
   top.finish();
   return config;
 }
 
 Config load_config(const std::string& path, const SecretSources& secrets, const PipelineCheck& check) {
-  const auto text = read_whole_file(path);
+  const auto text = detail::read_whole_file(path);
   if (!text) throw ConfigError(path + ": cannot read the configuration file");
   return parse_config(*text, path, secrets, check);
 }

@@ -14,6 +14,9 @@ const char* name_of(KeySource s) {
     case KeySource::kJson: return "json";
     case KeySource::kHeader: return "header";
     case KeySource::kValue: return "value";
+    case KeySource::kAvro: return "avro";
+    case KeySource::kProtobuf: return "protobuf";
+    case KeySource::kJsonSchema: return "json_schema";
   }
   return "?";
 }
@@ -54,18 +57,19 @@ void emit_kafka(YAML::Emitter& out, const KafkaSettings& k) {
 // The fields of one source; normalisations only when asked for.
 void emit_key_source(YAML::Emitter& out, const KeyPart& part) {
   out << YAML::Key << "from" << YAML::Value << name_of(part.from);
-  if (part.from == KeySource::kJson) out << YAML::Key << "pointer" << YAML::Value << Text{part.pointer};
+  if (!part.pointer.empty()) out << YAML::Key << "pointer" << YAML::Value << Text{part.pointer};
   if (part.from == KeySource::kHeader) out << YAML::Key << "name" << YAML::Value << Text{part.header};
   if (part.trim) out << YAML::Key << "trim" << YAML::Value << true;
   if (part.lowercase) out << YAML::Key << "lowercase" << YAML::Value << true;
 }
 
-// One source on one line; a key of parts as one line per part, in the order they are encoded.
+// A key of one part in the one-source form, on one line; a key of parts as one line per part, in the order
+// they are encoded.
 void emit_key(YAML::Emitter& out, const KeySettings& key) {
   out << YAML::Key << "key" << YAML::Value;
-  if (key.parts.empty()) {
+  if (key.parts.size() == 1) {
     out << YAML::Flow << YAML::BeginMap;
-    emit_key_source(out, key_parts(key).front());
+    emit_key_source(out, key.parts.front());
   } else {
     out << YAML::BeginMap << YAML::Key << "parts" << YAML::Value << YAML::BeginSeq;
     for (const KeyPart& part : key.parts) {
@@ -102,6 +106,39 @@ void emit_pipeline(YAML::Emitter& out, const PipelineSettings& p) {
   out << YAML::EndMap << YAML::EndMap;
 }
 
+void emit_schema_registry(YAML::Emitter& out, const SchemaRegistrySettings& r) {
+  if (r.url.empty()) return;
+  out << YAML::Key << "schema_registry" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "url" << YAML::Value << Text{r.url};
+  if (!r.username.empty()) {
+    out << YAML::Key << "basic_auth" << YAML::Value << YAML::BeginMap << YAML::Key << "username" << YAML::Value
+        << Text{r.username} << YAML::Key << "password" << YAML::Value << Text{r.password_source} << YAML::EndMap;
+  }
+  if (!r.tls_ca_file.empty() || !r.tls_cert_file.empty()) {
+    out << YAML::Key << "tls" << YAML::Value << YAML::BeginMap;
+    if (!r.tls_ca_file.empty()) out << YAML::Key << "ca_file" << YAML::Value << Text{r.tls_ca_file};
+    if (!r.tls_cert_file.empty()) {
+      out << YAML::Key << "cert_file" << YAML::Value << Text{r.tls_cert_file} << YAML::Key << "key_file"
+          << YAML::Value << Text{r.tls_key_file};
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::Key << "cache_size" << YAML::Value << r.cache_size;
+  out << YAML::Key << "timeout" << YAML::Value << format_duration(r.timeout) << YAML::EndMap;
+}
+
+void emit_schema_files(YAML::Emitter& out, const std::vector<SchemaFile>& schemas) {
+  if (schemas.empty()) return;
+  static const char* const kTypes[] = {"avro", "protobuf", "json"};
+  out << YAML::Key << "schemas" << YAML::Value << YAML::BeginSeq;
+  for (const SchemaFile& s : schemas) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << s.id << YAML::Key << "type"
+        << YAML::Value << kTypes[static_cast<int>(s.type)] << YAML::Key << "file" << YAML::Value << Text{s.file}
+        << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
 }  // namespace
 
 std::string render_effective(const Config& c) {
@@ -121,6 +158,8 @@ std::string render_effective(const Config& c) {
       << Text{c.metrics.listen} << YAML::EndMap;
   out << YAML::Key << "shutdown" << YAML::Value << YAML::BeginMap << YAML::Key << "grace_period" << YAML::Value
       << format_duration(c.shutdown.grace_period) << YAML::EndMap;
+  emit_schema_registry(out, c.schema_registry);
+  emit_schema_files(out, c.schemas);
   out << YAML::Key << "pipelines" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : c.pipelines) emit_pipeline(out, p);
   out << YAML::EndSeq << YAML::EndMap;

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "bloomgate/config/duration.h"
 
@@ -25,6 +27,15 @@ const YAML::Node& require_scalar(const Context& ctx, const YAML::Node& node, con
 }
 
 }  // namespace
+
+std::optional<std::string> read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
+}
 
 void fail(const Context& ctx, const YAML::Node& at, const std::string& key, const std::string& message) {
   std::string where = ctx.source;

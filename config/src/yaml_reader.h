@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ std::vector<std::string> read_string_list(const Context& ctx, const YAML::Node& 
 // One of `choices`; returns its index.
 std::size_t read_choice(const Context& ctx, const YAML::Node& node, const std::string& key,
                         const std::vector<std::string>& choices);
+
+// A file's bytes, or nothing when it cannot be read.
+std::optional<std::string> read_whole_file(const std::string& path);
 
 // Replaces every ${env:NAME} and ${file:/path} in `raw`.
 std::string substitute_secrets(const Context& ctx, const YAML::Node& node, const std::string& key,

@@ -15,20 +15,20 @@ constexpr std::uint64_t kMaxValueBytes = 1 << 20;
 
 config::KeySettings key_from(config::KeySource source, bool empty_is_error = true) {
   config::KeySettings settings;
-  settings.from = source;
+  settings.parts.front().from = source;
   settings.empty_is_error = empty_is_error;
   return settings;
 }
 
 config::KeySettings json_at(std::string pointer, bool empty_is_error = true) {
   config::KeySettings settings = key_from(config::KeySource::kJson, empty_is_error);
-  settings.pointer = std::move(pointer);
+  settings.parts.front().pointer = std::move(pointer);
   return settings;
 }
 
 config::KeySettings header_named(std::string name) {
   config::KeySettings settings = key_from(config::KeySource::kHeader);
-  settings.header = std::move(name);
+  settings.parts.front().header = std::move(name);
   return settings;
 }
 

@@ -37,11 +37,7 @@ config::KeySettings parts(std::vector<KeyPart> list, bool empty_is_error = true)
 
 config::KeySettings one_source(const KeyPart& part) {
   config::KeySettings settings;
-  settings.from = part.from;
-  settings.pointer = part.pointer;
-  settings.header = part.header;
-  settings.trim = part.trim;
-  settings.lowercase = part.lowercase;
+  settings.parts = {part};
   return settings;
 }
 
@@ -205,8 +201,8 @@ TEST(KeyParts, NormalisationIsAsciiOnly) {
 TEST(KeyParts, OneSourceCanBeNormalisedAndStaysUnencoded) {
   KeyExtractor extractor(one_source(message_key()), kMaxKeyBytes, kMaxValueBytes);
   config::KeySettings normalised = one_source(message_key());
-  normalised.trim = true;
-  normalised.lowercase = true;
+  normalised.parts.front().trim = true;
+  normalised.parts.front().lowercase = true;
   KeyExtractor normalising(normalised, kMaxKeyBytes, kMaxValueBytes);
   EXPECT_EQ(outcome(extractor.extract({"  Order-1 ", "", {}})), "  Order-1 ");
   EXPECT_EQ(outcome(normalising.extract({"  Order-1 ", "", {}})), "order-1");
@@ -216,8 +212,8 @@ TEST(KeyParts, OneSourceCanBeNormalisedAndStaysUnencoded) {
 
 TEST(KeyParts, NormalisingWithNothingToChangeViewsTheEvent) {
   config::KeySettings settings = one_source(message_key());
-  settings.trim = true;
-  settings.lowercase = true;
+  settings.parts.front().trim = true;
+  settings.parts.front().lowercase = true;
   KeyExtractor extractor(settings, kMaxKeyBytes, kMaxValueBytes);
   const std::string record_key = " order-1 ";
   const ExtractionResult result = extractor.extract({record_key, "", {}});

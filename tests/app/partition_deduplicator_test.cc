@@ -15,8 +15,7 @@ config::PipelineSettings json_pipeline() {
   p.name = "orders";
   p.inputs = {"orders"};
   p.output = "orders-unique";
-  p.key.from = config::KeySource::kJson;
-  p.key.pointer = "/order_id";
+  p.key = config::KeySettings(config::KeySource::kJson, "/order_id", "", true);
   p.ttl = 10min;
   p.filter.expected_per_ttl = 10'000;
   return p;

@@ -34,8 +34,9 @@ TEST(Config, TheDocumentedExampleIsAccepted) {
   EXPECT_EQ(p.inputs, std::vector<std::string>{"orders"});
   EXPECT_EQ(p.duplicates, "orders-duplicates");
   EXPECT_EQ(p.dead_letter, "orders-dlq");
-  EXPECT_EQ(p.key.from, KeySource::kJson);
-  EXPECT_EQ(p.key.pointer, "/order_id");
+  ASSERT_EQ(p.key.parts.size(), 1U);
+  EXPECT_EQ(p.key.parts[0].from, KeySource::kJson);
+  EXPECT_EQ(p.key.parts[0].pointer, "/order_id");
   EXPECT_EQ(p.ttl, 10min);
   EXPECT_TRUE(p.refresh_on_duplicate);
   EXPECT_EQ(p.filter.error_rate, 0.001);

@@ -48,25 +48,29 @@ TEST(KeyConfig, PartsAreReadInOrderWithTheirNormalisation) {
   EXPECT_EQ(key.parts[3].from, KeySource::kMessageKey);
   EXPECT_EQ(key.parts[4].from, KeySource::kValue);
   EXPECT_FALSE(key.empty_is_error);
-  EXPECT_EQ(key_parts(key).size(), 5U);
   EXPECT_EQ(describe(key.parts[0]), "json /tenant");
   EXPECT_EQ(describe(key.parts[2]), "header region");
   EXPECT_EQ(describe(key.parts[3]), "message_key");
   EXPECT_EQ(describe(key.parts[4]), "value");
 }
 
-TEST(KeyConfig, TheOneSourceFormIsOnePartAndMayBeNormalised) {
+// issue 41: `parts` is the only form a key has after the loader.
+TEST(KeyConfig, TheOneSourceFormLoadsAsOnePart) {
   const KeySettings plain = parse(pipeline_with_key("{ from: json, pointer: /id }")).pipelines[0].key;
-  EXPECT_TRUE(plain.parts.empty());
-  ASSERT_EQ(key_parts(plain).size(), 1U);
-  EXPECT_EQ(key_parts(plain)[0].pointer, "/id");
-  EXPECT_FALSE(key_parts(plain)[0].trim);
+  ASSERT_EQ(plain.parts.size(), 1U);
+  EXPECT_EQ(plain.parts[0].from, KeySource::kJson);
+  EXPECT_EQ(plain.parts[0].pointer, "/id");
+  EXPECT_FALSE(plain.parts[0].trim);
   const KeySettings normalised =
       parse(pipeline_with_key("{ from: header, name: id, trim: true, lowercase: true }")).pipelines[0].key;
-  EXPECT_TRUE(normalised.trim);
-  EXPECT_TRUE(normalised.lowercase);
-  EXPECT_TRUE(key_parts(normalised)[0].trim);
-  EXPECT_TRUE(key_parts(normalised)[0].lowercase);
+  ASSERT_EQ(normalised.parts.size(), 1U);
+  EXPECT_EQ(normalised.parts[0].header, "id");
+  EXPECT_TRUE(normalised.parts[0].trim);
+  EXPECT_TRUE(normalised.parts[0].lowercase);
+  const KeySettings listed = parse(pipeline_with_key("{ parts: [{from: header, name: id, trim: true, lowercase: true}] }")).pipelines[0].key;
+  EXPECT_EQ(listed.parts.size(), 1U);
+  EXPECT_EQ(render_effective(parse(pipeline_with_key("{ parts: [{from: json, pointer: /id}] }"))),
+            render_effective(parse(pipeline_with_key("{ from: json, pointer: /id }"))));
 }
 
 TEST(KeyConfig, SixteenPartsAreAccepted) {
@@ -123,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(
                "bloomgate.yaml:7:35: pipelines[0].key.parts[1].from: is required"},
         BadConfig{"unknown_source", pipeline_with_key("{ parts: [{from: body}] }"),
                "bloomgate.yaml:7:27: pipelines[0].key.parts[0].from: \"body\" is not one of: message_key, json, "
-               "header, value"},
+               "header, value, avro, protobuf, json_schema"},
         BadConfig{"json_part_without_pointer", pipeline_with_key("{ parts: [{from: value}, {from: json}] }"),
                "bloomgate.yaml:7:35: pipelines[0].key.parts[1].pointer: is required"},
         BadConfig{"json_part_bad_pointer", pipeline_with_key("{ parts: [{from: json, pointer: tenant}] }"),

@@ -213,6 +213,29 @@ KafkaError Consumer::seek(const TopicPartitions& partitions, std::chrono::millis
   return {};
 }
 
+namespace {
+
+// The call's error, or the first partition's.
+KafkaError first_error(rd_kafka_resp_err_t code, const PartitionListHandle& list, const char* what) {
+  if (code != RD_KAFKA_RESP_ERR_NO_ERROR) return KafkaError(code, what);
+  for (const TopicPartition& partition : to_topic_partitions(list.get())) {
+    if (!partition.error.ok()) return partition.error;
+  }
+  return {};
+}
+
+}  // namespace
+
+KafkaError Consumer::pause(const TopicPartitions& partitions) {
+  const PartitionListHandle list = to_partition_list(partitions);
+  return first_error(rd_kafka_pause_partitions(handle_.get(), list.get()), list, "pause");
+}
+
+KafkaError Consumer::resume(const TopicPartitions& partitions) {
+  const PartitionListHandle list = to_partition_list(partitions);
+  return first_error(rd_kafka_resume_partitions(handle_.get(), list.get()), list, "resume");
+}
+
 GroupMetadataHandle Consumer::group_metadata() const {
   return GroupMetadataHandle(rd_kafka_consumer_group_metadata(handle_.get()));
 }

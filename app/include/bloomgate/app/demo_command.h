@@ -38,6 +38,9 @@ struct DemoOptions {
   // A broker of the user's ("host:port,..."), replication factor 1 for the run's new topics; empty: the
   // embedded broker.
   std::string brokers;
+  // The input's values: "json", or "avro" / "protobuf" records of the same fields in the Schema Registry's
+  // framing, keyed by the same field (their schema given as a `schemas:` entry, so no registry is needed).
+  std::string format = "json";
 };
 
 // What the demo measured; the report printed is made from this.

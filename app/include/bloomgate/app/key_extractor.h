@@ -54,6 +54,17 @@
 //   - An object or array is not_a_scalar: its text depends on key order and spacing, which producers do
 //     not keep stable, so keying on it would silently stop deduplicating. Point at a scalar instead.
 //
+// Schema Registry values (avro, protobuf, json_schema; app/src/schema_frame.h has the framing and the
+// canonical bytes, app/src/schema_field_readers.h the readers):
+//   - A value that is not framed (no magic byte and id, no __value_schema_id header) is not_schema_framed.
+//   - avro and protobuf need the schema of the frame's id from the SchemaCatalog. While the catalog is
+//     still fetching it, extract() returns no key and no rejection but is_pending() with the id: the
+//     caller holds the record back and asks again later (the service pauses the partition). An id the
+//     catalog does not know, or a schema of another type than the part reads, is unknown_schema.
+//   - The field keys as the JSON pointer's key of the same value would, so a topic moved from JSON to Avro
+//     or Protobuf keeps its duplicates; bytes that do not decode are malformed_avro or malformed_protobuf.
+//   - json_schema strips the frame and reads the rest as the json source does (malformed_json, ...).
+//
 // Not thread-safe: each extractor owns a parser and buffers. Use one per partition worker. A key returned
 // by extract() views the event's bytes or the extractor's own (the parser, the rendering of a number, the
 // encoding of several parts), so it is valid until the extractor's next extract() and while the event's
@@ -95,8 +106,12 @@ enum class RejectionReason {
   kMissingHeader,      // no header of the configured name, or it has a null value
   kMissingMessageKey,  // the record's key is null
   kRecordTooLarge,     // the forwarded record would be larger than the output takes (output_router.h)
+  kUnknownSchema,      // the schema id is not in the registry (or schemas), or its schema is of another type
+  kMalformedAvro,      // the payload does not decode with its Avro schema
+  kMalformedProtobuf,  // the payload (or its message indexes) is not Protobuf of its schema
+  kNotSchemaFramed,    // the value has no Schema Registry framing: magic byte 0 and schema id, or the header
 };
-inline constexpr std::size_t kRejectionReasonCount = 9;  // for per-reason counters, indexed by the enum
+inline constexpr std::size_t kRejectionReasonCount = 13;  // for per-reason counters, indexed by the enum
 
 // Stable snake_case name for the dead-letter header `bloomgate.reason` and for metric labels. These
 // strings are an interface: never rename one.
@@ -127,27 +142,39 @@ class ExtractedKey {
   std::variant<std::string_view, std::string> storage_;
 };
 
-// Either a key or the reason there is none.
+// A record whose schema the catalog is still fetching: neither keyed nor rejected yet.
+struct SchemaPending {
+  std::uint32_t id;
+};
+
+// A key, the reason there is none, or a schema to wait for.
 class ExtractionResult {
  public:
   // Implicit on purpose: `return key;` and `return Rejection{...};` read naturally at every exit.
   ExtractionResult(ExtractedKey key) : outcome_(std::move(key)) {}
   ExtractionResult(Rejection rejection) : outcome_(std::move(rejection)) {}
+  ExtractionResult(SchemaPending pending) : outcome_(pending) {}
 
   bool has_key() const noexcept { return std::holds_alternative<ExtractedKey>(outcome_); }
+  bool is_pending() const noexcept { return std::holds_alternative<SchemaPending>(outcome_); }
   const ExtractedKey& key() const { return std::get<ExtractedKey>(outcome_); }  // requires has_key()
-  const Rejection& rejection() const { return std::get<Rejection>(outcome_); }  // requires !has_key()
+  const Rejection& rejection() const { return std::get<Rejection>(outcome_); }  // requires neither of them
+  std::uint32_t pending_schema() const { return std::get<SchemaPending>(outcome_).id; }  // requires is_pending()
 
  private:
-  std::variant<ExtractedKey, Rejection> outcome_;
+  std::variant<ExtractedKey, Rejection, SchemaPending> outcome_;
 };
+
+class SchemaCatalog;
 
 class KeyExtractor {
  public:
   // Throws std::invalid_argument for a key setting that cannot work at all (a JSON pointer that is not
   // RFC 6901 syntax, an empty header name, more than config::kMaxKeyParts parts, several parts with a
-  // max_key_bytes over 4294967295); the config loader already rejects these with the key's position.
-  KeyExtractor(const config::KeySettings& settings, std::uint64_t max_key_bytes, std::uint64_t max_value_bytes);
+  // max_key_bytes over 4294967295, an avro or protobuf part without a catalog); the config loader already
+  // rejects these with the key's position. `schemas` serves the avro and protobuf parts.
+  KeyExtractor(const config::KeySettings& settings, std::uint64_t max_key_bytes, std::uint64_t max_value_bytes,
+               std::shared_ptr<SchemaCatalog> schemas = nullptr);
   // Movable, so a partition worker can own one; a moved-from extractor may only be assigned or destroyed.
   KeyExtractor(KeyExtractor&&) noexcept;
   KeyExtractor& operator=(KeyExtractor&&) noexcept;
@@ -161,17 +188,20 @@ class KeyExtractor {
   ExtractionResult single_part_key(const EventView& event);
   ExtractionResult encoded_parts_key(const EventView& event);
   // One part's bytes before normalisation, into `bytes`; or why it has none.
-  std::optional<Rejection> read_part(const config::KeyPart& part, const EventView& event, std::string_view& bytes);
+  std::optional<Rejection> read_part(std::size_t index, const EventView& event, std::string_view& bytes);
   std::optional<Rejection> read_json_field(const config::KeyPart& part, std::string_view value, std::string_view& bytes);
+  std::optional<Rejection> read_schema_field(std::size_t part_index, const EventView& event, std::string_view& bytes);
   std::optional<Rejection> key_size_violation(std::size_t key_size) const;
 
-  struct JsonParser;  // simdjson stays out of this header
+  struct JsonParser;   // simdjson stays out of this header
+  struct SchemaParts;  // so do avro-c and libprotobuf
 
   std::vector<config::KeyPart> parts_;
   bool empty_is_error_;
   std::uint64_t max_key_bytes_;
   std::uint64_t max_value_bytes_;
   std::unique_ptr<JsonParser> json_;  // only when a part is JSON
+  std::unique_ptr<SchemaParts> schema_parts_;  // only when a part is avro, protobuf or json_schema
   std::string rendered_;    // a JSON number or boolean as text, until the next part is read
   std::string key_buffer_;  // the encoding of several parts, or one part lowercased; reused
 };

@@ -22,13 +22,16 @@
 
 namespace bloomgate::app {
 
-enum class Outcome { kForward, kDuplicate, kDeadLetter };
+// kWaitForSchema: the key needs a schema the catalog is still fetching; nothing was decided, the filter was
+// not asked, and the event must be decided again later (schema_catalog.h).
+enum class Outcome { kForward, kDuplicate, kDeadLetter, kWaitForSchema };
 
 struct Verdict {
   Outcome outcome = Outcome::kForward;
   std::optional<Rejection> rejection;  // set exactly when outcome is kDeadLetter
   filters::TimePoint time{};           // the time the filter was asked with
   std::optional<filters::Duration> duplicate_age;  // a duplicate's: how long before `time` its key was seen
+  std::uint32_t pending_schema = 0;                // kWaitForSchema: the schema id waited for
 };
 
 struct PartitionCounters {
@@ -51,7 +54,9 @@ std::unique_ptr<filters::Filter> make_partition_filter(const config::PipelineSet
 
 class PartitionDeduplicator {
  public:
-  PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now);
+  // `schemas` serves keys read with a schema (avro, protobuf); null when the pipeline has none.
+  PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now,
+                        std::shared_ptr<SchemaCatalog> schemas = nullptr);
 
   // Around a filter restored from a checkpoint (filters::restore), whose present was `filter_time`: the
   // event clock starts there, so time never runs backwards across a restart (the epoch itself, a
@@ -59,7 +64,8 @@ class PartitionDeduplicator {
   // restored filter matches the pipeline's settings (matches_settings()). Throws std::invalid_argument on
   // a null filter.
   PartitionDeduplicator(const config::PipelineSettings& pipeline, EventClock::Now now,
-                        std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time);
+                        std::unique_ptr<filters::Filter> restored, filters::TimePoint filter_time,
+                        std::shared_ptr<SchemaCatalog> schemas = nullptr);
 
   // Whether `filter` has the type, probes per key, aged slices and target rate that the pipeline's
   // settings give a new filter: a checkpoint written under other filter settings does not. (Sizes are

@@ -211,6 +211,11 @@ struct ServiceSnapshot {
   std::uint64_t transactions_committed = 0;
   std::uint64_t transactions_aborted = 0;
   int producer_queue = 0;  // records produced but not yet acknowledged
+  // Schema Registry keys (schema_catalog.h): partitions paused at a record whose schema is being fetched,
+  // the registry's requests that failed (the process's, not summed over workers), and whether it answers.
+  std::uint64_t partitions_waiting_for_schema = 0;
+  std::uint64_t schema_registry_failures = 0;
+  bool schema_registry_reachable = true;
   LatencyHistogram processing_latency;
   bool running = false;    // consuming: start-up checks passed, the group assigned this member its
                            // partitions (possibly none) and they are restored, and not stopping. /readyz
@@ -231,6 +236,9 @@ struct ServiceOptions {
   // The state directory, opened and shared by the workers of the process (service_workers.h); nullptr: the
   // service opens config.state.dir itself, and closes it when run() returns.
   StateDirectory* state_directory = nullptr;
+  // Where avro and protobuf keys find their schemas, shared by the workers of the process; nullptr: the
+  // service makes one from the configuration's schema_registry and schemas when it has them.
+  std::shared_ptr<SchemaCatalog> schemas;
 };
 
 struct RunResult {

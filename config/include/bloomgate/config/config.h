@@ -65,7 +65,13 @@ struct MetricsSettings {
   std::string listen = "127.0.0.1:9464";
 };
 
-enum class KeySource { kMessageKey, kJson, kHeader, kValue };
+// avro, protobuf and json_schema read a value in the Schema Registry's wire format (schema_registry below;
+// app/include/bloomgate/app/schema_keys.h has the framing and the canonical key bytes).
+enum class KeySource { kMessageKey, kJson, kHeader, kValue, kAvro, kProtobuf, kJsonSchema };
+
+// Whether the source reads a Schema Registry framed value whose schema must be known (avro, protobuf);
+// json_schema values carry their field names, so only the frame is stripped.
+bool needs_schema(KeySource source);
 enum class TimeSource { kEvent, kProcessing };
 enum class OutputPartitioning { kSameAsInput, kByKey };
 
@@ -74,7 +80,8 @@ enum class OutputPartitioning { kSameAsInput, kByKey };
 // leaves every other byte, UTF-8 sequences included, as it is (docs/decisions/key-normalisation-ascii.md).
 struct KeyPart {
   KeySource from = KeySource::kMessageKey;
-  std::string pointer;     // json: an RFC 6901 JSON pointer, "/order_id"
+  std::string pointer;     // json, json_schema: an RFC 6901 JSON pointer, "/order_id"; avro, protobuf: field
+                           // names spelled as one ("/order/id")
   std::string header;      // header: the header's name
   bool trim = false;
   bool lowercase = false;
@@ -85,24 +92,18 @@ struct KeyPart {
 inline constexpr std::size_t kMaxKeyParts = 16;
 inline constexpr std::size_t kKeyPartPrefixBytes = 4;
 
-// `key:` is either one source (from, pointer or name, trim, lowercase) or `parts:`, a list of sources.
+// `key:` is either one source (from, pointer or name, trim, lowercase) or `parts:`, a list of sources. The
+// loader turns the one-source form into `parts` with one entry: `parts` is the only form after config.
 struct KeySettings {
   KeySettings() = default;
   // One source without normalisation, as code and tests spell it: {KeySource::kJson, "/id", "", true}.
   KeySettings(KeySource source, std::string json_pointer, std::string header_name, bool empty_key_is_error)
-      : from(source), pointer(std::move(json_pointer)), header(std::move(header_name)), empty_is_error(empty_key_is_error) {}
+      : empty_is_error(empty_key_is_error),
+        parts{KeyPart{source, std::move(json_pointer), std::move(header_name), false, false}} {}
 
-  KeySource from = KeySource::kMessageKey;
-  std::string pointer;       // json: an RFC 6901 JSON pointer, "/order_id"
-  std::string header;        // header: the header's name
   bool empty_is_error = true;  // an empty key (with parts: an empty part) goes to the dead-letter topic
-  bool trim = false;           // the one source's normalisation, as in KeyPart
-  bool lowercase = false;
-  std::vector<KeyPart> parts;  // `key.parts`; when not empty, from, pointer, header, trim and lowercase are unused
+  std::vector<KeyPart> parts{KeyPart{}};  // at least one; a key of one part is that part's bytes
 };
-
-// The parts a key is made of: `parts`, or the one source as a single part.
-std::vector<KeyPart> key_parts(const KeySettings& key);
 
 // "json /order_id", "header region", "message_key", "value": how errors and dead letters name a part.
 std::string describe(const KeyPart& part);
@@ -142,8 +143,33 @@ struct PipelineSettings {
 inline constexpr std::uint32_t kAutoWorkers = 0;
 inline constexpr std::uint32_t kMaxWorkers = 256;
 
+// `schema_registry:` where avro and protobuf keys find their schemas by id (GET /schemas/ids/{id}).
+struct SchemaRegistrySettings {
+  std::string url;                     // "http://host:8081"; empty: no registry
+  std::string username;                // basic_auth.username
+  std::string password;                // basic_auth.password: a ${env:...} or ${file:...} reference
+  std::string password_source;         // that reference, for render_effective
+  std::string tls_ca_file;             // tls.ca_file: the CA bundle a https url is verified against
+  std::string tls_cert_file;           // tls.cert_file and tls.key_file: a client certificate
+  std::string tls_key_file;
+  std::uint64_t cache_size = 1000;     // schemas kept, least recently used dropped first
+  Duration timeout = std::chrono::seconds(10);  // one request's
+};
+
+// `schemas:` a schema given by file instead of by the registry: {id, type, file}; `text` is the file's
+// content, read at load.
+enum class SchemaType { kAvro, kProtobuf, kJson };
+struct SchemaFile {
+  std::uint32_t id = 0;
+  SchemaType type = SchemaType::kAvro;
+  std::string file;
+  std::string text;
+};
+
 struct Config {
   std::uint32_t workers = kAutoWorkers;
+  SchemaRegistrySettings schema_registry;
+  std::vector<SchemaFile> schemas;
   KafkaSettings kafka;
   StateSettings state;
   MetricsSettings metrics;

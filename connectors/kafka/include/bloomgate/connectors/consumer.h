@@ -117,6 +117,11 @@ class Consumer {
   // them are discarded (a transaction aborted: its input is consumed again).
   [[nodiscard]] KafkaError seek(const TopicPartitions& partitions, std::chrono::milliseconds timeout);
 
+  // Stops fetching the partitions until resume(); records already fetched are still handed out (a seek()
+  // discards them). A partition revoked meanwhile is no longer paused when it is assigned again.
+  [[nodiscard]] KafkaError pause(const TopicPartitions& partitions);
+  [[nodiscard]] KafkaError resume(const TopicPartitions& partitions);
+
   // The group's generation and member, for Producer::send_offsets_to_transaction (fences a member that
   // was rebalanced out, KIP-447).
   [[nodiscard]] GroupMetadataHandle group_metadata() const;
