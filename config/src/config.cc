@@ -26,7 +26,8 @@ using detail::Context;
 using detail::fail;
 using detail::MapReader;
 
-const std::vector<std::string> kFilterTypes = {"time_limited", "age_partitioned", "continuous", "scalable", "bloom"};
+const std::vector<std::string> kFilterTypes = {"time_limited", "age_partitioned", "continuous", "scalable", "bloom",
+                                               "aging_fingerprint"};
 
 bool valid_topic(const std::string& topic) {
   return !topic.empty() && topic.size() <= 249 && topic != "." && topic != ".." &&

@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x52464742;  // "BGFR" read as little-endian
 
-bool known_type(std::uint8_t t) { return t >= 1 && t <= 6; }
+bool known_type(std::uint8_t t) { return t >= 1 && t <= 7; }
 
 }  // namespace
 
@@ -113,6 +113,7 @@ const char* filter_type_name(FilterType type) noexcept {
     case FilterType::kScalable: return "scalable";
     case FilterType::kBloom: return "bloom";
     case FilterType::kSpectral: return "spectral";
+    case FilterType::kAgingFingerprint: return "aging_fingerprint";
   }
   return "unknown";
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "aging_fingerprint_filter.h"
 #include "bloomgate/filters/age_partitioned_filter.h"
 #include "bloomgate/filters/bloom_filter.h"
 #include "bloomgate/filters/continuous_filter.h"
@@ -19,6 +20,7 @@ namespace bloomgate::filters {
 namespace {
 
 constexpr double kMinErrorRate = 1e-12;
+constexpr double kMinAgingErrorRate = 1e-7;
 
 void require(bool condition, const char* option, const std::string& problem) {
   if (!condition) throw OptionError(option, problem);
@@ -51,6 +53,19 @@ void require_sliced_size(const FilterOptions& o) {
               std::to_string(sliced_level(o)) + ": " + std::to_string(p.k + p.l) +
               " slices), more than the " + format_bytes(static_cast<double>(kMaxSlicedCreationBits) / 8) +
               " a filter may take");
+}
+
+// The aging-fingerprint filter's first table: 16 bytes a bucket of four keys at most (27-bit fingerprints),
+// sized for expected_per_ttl x 8/7 at its size load, within the cap of the sliced filters.
+void require_aging_size(const FilterOptions& o) {
+  require(o.error_rate >= kMinAgingErrorRate, "error_rate",
+          "below 1e-7 is not supported by aging_fingerprint (27-bit fingerprints at most), got " + shortest(o.error_rate));
+  const double bytes = static_cast<double>(o.expected_per_ttl) * 8 / 7 / kAgingTuning.size_load *
+                       (aging_fingerprint_bits(o.error_rate) + detail::kEpochCodeBits) / 8;
+  require(bytes <= static_cast<double>(kMaxSlicedCreationBits) / 8, "expected_per_ttl",
+          std::to_string(o.expected_per_ttl) + " keys need " + format_bytes(bytes) +
+              " of filter memory (aging_fingerprint, error_rate " + shortest(o.error_rate) + "), more than the " +
+              format_bytes(static_cast<double>(kMaxSlicedCreationBits) / 8) + " a filter may take");
 }
 
 }  // namespace
@@ -105,6 +120,7 @@ void validate(const FilterOptions& o) {
     require(o.max_slice_bits == 0 || o.max_slice_bits >= 64, "max_slice_bits", "must be at least 64");
   }
   require_sliced_size(o);
+  if (o.type == FilterType::kAgingFingerprint) require_aging_size(o);
 }
 
 std::unique_ptr<Filter> make_filter(const FilterOptions& options) {
@@ -116,13 +132,14 @@ std::unique_ptr<Filter> make_filter(const FilterOptions& options) {
     case FilterType::kScalable: return std::make_unique<ScalableBloomFilter>(options);
     case FilterType::kBloom: return std::make_unique<BloomFilter>(options);
     case FilterType::kSpectral: return std::make_unique<SpectralFilter>(options);
+    case FilterType::kAgingFingerprint: return std::make_unique<AgingFingerprintFilter>(options);
   }
   throw std::invalid_argument("unknown filter type " + std::to_string(static_cast<int>(options.type)));
 }
 
 std::optional<FilterType> parse_filter_type(std::string_view name) {
   for (FilterType t : {FilterType::kTimeLimited, FilterType::kAgePartitioned, FilterType::kContinuous,
-                       FilterType::kScalable, FilterType::kBloom, FilterType::kSpectral}) {
+                       FilterType::kScalable, FilterType::kBloom, FilterType::kSpectral, FilterType::kAgingFingerprint}) {
     if (name == filter_type_name(t)) return t;
   }
   return std::nullopt;

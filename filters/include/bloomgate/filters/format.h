@@ -49,6 +49,7 @@ enum class FilterType : std::uint8_t {
   kScalable = 4,
   kBloom = 5,
   kSpectral = 6,
+  kAgingFingerprint = 7,
 };
 
 enum class RecordKind : std::uint8_t { kMeta = 1, kSlice = 2, kSnapshot = 3, kSnapshotBand = 4 };
