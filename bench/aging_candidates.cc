@@ -6,9 +6,10 @@
 // the window, measured FPR, and ns per event one call at a time and in batches of 64 (the filter's own batch
 // call, which prefetches). Prints one line per (size, filter).
 //
-//   aging_candidates [--keys K1,K2,...] [--rate 1e-3] [--reps 5] [--block 200000]
+//   aging_candidates [--keys K1,K2,...] [--rate 1e-3 | --rates R1,R2] [--only 0,3] [--reps 5] [--block 200000]
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -85,7 +86,7 @@ void run(const Candidate& c, double rate, std::uint64_t keys, int reps, std::uin
   std::uint64_t hits = 0;
   for (std::uint64_t i = 0; i < probes; ++i) hits += filter->contains(filters::KeyHash{stream.probe_key(i)}, stream.now()) ? 1U : 0U;
   const double bits_per_key = memory_bytes(*filter, stream.now()) * 8 / static_cast<double>(keys);
-  std::printf("%9" PRIu64 " keys  %-28s %-6s %7.1f ns/event  %6.2f bits/key  FPR %.2e (%.2fx target)\n", keys,
+  std::printf("%.0e %9" PRIu64 " keys  %-28s %-6s %7.1f ns/event  %6.2f bits/key  FPR %.2e (%.2fx target)\n", rate, keys,
               c.name.c_str(), batch ? "batch" : "single", bench::median(per_op), bits_per_key,
               static_cast<double>(hits) / static_cast<double>(probes),
               static_cast<double>(hits) / static_cast<double>(probes) / rate);
@@ -100,7 +101,11 @@ int main(int argc, char** argv) {
   double rate = 1e-3;
   int reps = 5;
   std::uint64_t block = 200'000;
+  std::vector<std::size_t> only;
+  std::vector<double> rates;
   app.add_option("--keys", keys)->delimiter(',');
+  app.add_option("--only", only, "candidate numbers from 0 (time_limited) in the order printed")->delimiter(',');
+  app.add_option("--rates", rates, "several error rates, one after another (default: --rate)")->delimiter(',');
   app.add_option("--rate", rate);
   app.add_option("--reps", reps);
   app.add_option("--block", block);
@@ -113,9 +118,13 @@ int main(int argc, char** argv) {
       {"cuckoo load .85/.90 kicks 8", AgingTuning{0.85, 0.90, 8}},
       {"two-choice load .75/.85 no kick", AgingTuning{0.75, 0.85, 0}},
   };
-  for (const std::uint64_t k : keys) {
-    for (const Candidate& c : candidates) {
-      for (const bool batch : {false, true}) run(c, rate, k, reps, block, batch);
+  if (rates.empty()) rates.push_back(rate);
+  for (const double r : rates) {
+    for (const std::uint64_t k : keys) {
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        if (!only.empty() && std::find(only.begin(), only.end(), i) == only.end()) continue;
+        for (const bool batch : {false, true}) run(candidates[i], r, k, reps, block, batch);
+      }
     }
   }
   return 0;
