@@ -179,6 +179,7 @@ Sighting AgingFingerprintFilter::test_and_insert_at(KeyHash key, TimePoint now) 
     Table& newest = tables_.back();
     if (found->table + 1 == tables_.size()) {
       newest.cells.refresh(found->match, detail::fingerprint_of(key, newest.cells.fingerprint_bits()), epoch_);
+      ++inserts_[epoch_ % inserts_.size()];  // a write: the ring tells when every slot has expired
     } else {
       insert_new(key);
     }

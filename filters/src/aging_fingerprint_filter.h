@@ -127,7 +127,7 @@ class AgingFingerprintFilter final : public Filter {
   TimePoint origin_{};
   TimePoint latest_{};
   std::uint64_t epoch_ = detail::kFirstAgingEpoch;
-  std::array<std::uint64_t, 8> inserts_{};  // insertions per epoch, at epoch mod 8
+  std::array<std::uint64_t, 8> inserts_{};  // writes (insertions and refreshes) per epoch, at epoch mod 8
   std::vector<std::uint64_t> dropped_slice_ids_;  // pages of dropped tables, until mark_persisted
 };
 

@@ -54,7 +54,7 @@ StoredTable read_table(ByteReader& r) {
   t.retired_epoch = r.u64("retired epoch");
   t.sweep_cursor = r.u64("sweep cursor");
   const std::uint8_t stash = r.u8("stash size");
-  require(stash <= detail::kStashCapacity, "stash of " + std::to_string(stash) + " entries");
+  static_assert(detail::kStashLimit <= 255, "the stash size is stored in a u8");
   for (std::uint8_t i = 0; i < stash; ++i) {
     StashEntry e{};
     e.bucket = r.u64("stash bucket");

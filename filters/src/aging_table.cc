@@ -167,6 +167,11 @@ bool AgingTable::insert(std::uint64_t first, std::uint32_t fingerprint, std::uin
     touch(bucket, now);
     if (place(bucket, value)) return true;
   }
+  if (stash_.size() >= kStashLimit) {
+    stash_.erase(std::min_element(stash_.begin(), stash_.end(),
+                                  [](const StashEntry& a, const StashEntry& b) { return a.epoch < b.epoch; }));
+    --entries_;
+  }
   stash_.push_back({bucket, static_cast<std::uint32_t>(value >> kEpochCodeBits), epoch_of_code(value & kCodeMask, now)});
   ++entries_;
   return false;
@@ -257,7 +262,7 @@ std::uint64_t AgingTable::check_words(std::uint64_t now) const {
 
 void AgingTable::restore_state(std::uint64_t sweep_cursor, std::vector<StashEntry> stash, std::uint64_t now) {
   require(sweep_cursor < regions(), "sweep cursor past the last region");
-  require(stash.size() <= kStashCapacity, "stash of " + std::to_string(stash.size()) + " entries");
+  require(stash.size() <= kStashLimit, "stash of " + std::to_string(stash.size()) + " entries");
   for (const StashEntry& e : stash) {
     require(e.bucket < buckets_ && e.fingerprint != 0 && e.fingerprint < (1U << fingerprint_bits_) && e.epoch <= now,
             "stash entry out of range");

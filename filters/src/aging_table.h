@@ -20,7 +20,9 @@
 // so a fingerprint moves between its two buckets without the key, at any bucket count (no power of two).
 // An insertion that finds both full moves (kicks) at most max_kicks fingerprints along a chain; the one left
 // in hand then goes to a stash, so no live fingerprint is ever dropped. The filter stops inserting into a
-// table whose stash is full (kStashCapacity) and opens a larger one.
+// table whose stash is full (kStashCapacity) and opens a larger one. Only when no larger one may be opened
+// (the memory cap of options.h) does the stash grow on, up to kStashLimit entries, past which its oldest
+// entry is dropped: the one case in which a live fingerprint is lost.
 //
 // Persistence: the words in pages of kAgingWordsPerPage, each page one slice record with a dirty mark.
 #pragma once
@@ -43,7 +45,8 @@ inline constexpr std::uint32_t kEpochCodeBits = 3;
 inline constexpr std::uint64_t kLiveEpochs = 7;  // a slot written at epoch e is live through epoch e + 7
 inline constexpr std::uint64_t kBucketsPerRegion = 128;
 inline constexpr std::uint64_t kFirstAgingEpoch = 8;  // the epoch of a filter's first `now`: epochs minus 8 stay >= 0
-inline constexpr std::size_t kStashCapacity = 8;
+inline constexpr std::size_t kStashCapacity = 8;     // a table whose stash holds this many takes no more keys
+inline constexpr std::size_t kStashLimit = 255;      // past the memory cap: the oldest entry makes room
 inline constexpr std::size_t kMaxAgingTables = 24;  // tables at once; past it the newest table's stash takes the overflow
 inline constexpr std::uint32_t kMinFingerprintBits = 4;
 inline constexpr std::uint32_t kMaxFingerprintBits = 27;  // a bucket (4 slots of f + 3 bits) fits 121 bits

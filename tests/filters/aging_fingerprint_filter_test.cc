@@ -68,6 +68,17 @@ TEST(AgingFingerprint, RefreshExtendsALifetimeAndWithoutItTheFirstSightingCounts
   }
 }
 
+// A filter sized for far more keys than it gets, and one key refreshed every half second: a stretch of
+// nothing but refreshes must not be taken for a silence in which every slot expired (and the table
+// replaced at once).
+TEST(AgingFingerprint, RefreshesAloneKeepATableFromBeingReplaced) {
+  const auto filter = make(0.001, 100'000, /*refresh=*/true);
+  filter->test_and_insert(std::string_view("k"), kStart);
+  for (int i = 1; i <= 40; ++i) {
+    ASSERT_TRUE(filter->test_and_insert(std::string_view("k"), kStart + milliseconds(500 * i))) << "refresh " << i;
+  }
+}
+
 // A burst of 100 times the expected rate: new tables follow, nothing recorded within the TTL is lost, the
 // false-positive rate stays within 1.5x the target while the tables drain, and a single table sized for the
 // steady rate is left once the burst is over.

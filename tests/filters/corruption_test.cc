@@ -342,7 +342,7 @@ FilterKind aging_fingerprint_kind() {
         {"retired flag 2", {u8_at(kRetiredAt, 2)}},
         {"retired after the present", {u64_at(kRetiredEpochAt, 1'000)}},
         {"cursor past the end", {u64_at(kCursorAt, std::uint64_t{1} << 40)}},
-        {"stash of 9", {u8_at(kStashAt, 9)}},
+        {"a stash longer than it lists", {u8_at(kStashAt, 9)}},
     };
   };
   kind.set_padding = [](const Filter&, std::string& payload) {
