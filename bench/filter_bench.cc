@@ -221,7 +221,7 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
       const std::uint64_t due = (i + 1) * probes / events;
       for (; probed < due; ++probed) positives += f.contains(KeyHash{stream.probe_key(probed)}, at(e.now_ns)) ? 1U : 0U;
       if ((i + 1) % sample_every == 0) {
-        const double bpe = static_cast<double>(f.stats(at(e.now_ns)).bits) /
+        const double bpe = static_cast<double>(f.stats(at(e.now_ns)).memory_bytes * 8) /
                            static_cast<double>(stream.distinct_in_window());
         bpe_sum += bpe;
         bpe_max = std::max(bpe_max, bpe);
