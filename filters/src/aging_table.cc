@@ -191,10 +191,9 @@ void AgingTable::refresh(const Match& match, std::uint32_t fingerprint, std::uin
 }
 
 void AgingTable::sweep_step(std::uint64_t now) {
-  if (sweep_region(sweep_cursor_, now) != 0) {
-    words_[sweep_cursor_] = now;  // what is left was written within [now - 7, now]
-    mark_dirty(sweep_cursor_, sweep_cursor_);
-  }
+  // touch: what is left was written within [now - 7, now]. The stamps lie together in the first pages, so a
+  // swept region whose slots all live on leaves its own page clean.
+  touch(sweep_cursor_ * kBucketsPerRegion, now);
   sweep_cursor_ = (sweep_cursor_ + 1) % regions();
   const auto dead = [now](const StashEntry& e) { return !live_at(e.epoch, now); };
   const auto removed = std::erase_if(stash_, dead);

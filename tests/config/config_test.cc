@@ -78,6 +78,10 @@ TEST(Config, SecretsAreSubstitutedAndNeverRendered) {
 
 class MalformedConfig : public ::testing::TestWithParam<BadConfig> {};
 
+TEST(Config, TheAgingFingerprintTypeIsAPipelineFilterType) {
+  EXPECT_EQ(parse(kMinimal + "    filter: {type: aging_fingerprint}\n").pipelines[0].filter.type, "aging_fingerprint");
+}
+
 TEST_P(MalformedConfig, StopsWithAMessageNamingKeyLineAndColumn) { EXPECT_EQ(error_of(GetParam().yaml), GetParam().message); }
 
 std::string with_pipeline_line(const std::string& line) { return kMinimal + line; }

@@ -230,8 +230,8 @@ TEST(Schema, SpectralRecurringMinimum) {
 }
 
 // Aging fingerprint at 1e-1: one table of 128 buckets of 7-bit fingerprints (10-bit slots), three keys in it
-// (two written in epoch 8, one in epoch 9, code 1); its page is the region's stamp word, then the buckets'
-// bits and the two spare words.
+// (two written in epoch 8, one in epoch 9, code 1; the last call, in epoch 10, swept the region to 10); its
+// page is the region's stamp word, then the buckets' bits and the two spare words.
 TEST(Schema, AgingFingerprint) {
   const auto meta = [](std::string_view payload) {
     return Fields(payload).u8("layout").f64("error rate").i64("ttl").u64("expected").u8("refresh")
@@ -249,7 +249,7 @@ TEST(Schema, AgingFingerprint) {
         "inserts 1=1 inserts 2=0 inserts 3=0 inserts 4=0 inserts 5=0 inserts 6=0 inserts 7=0 next serial=2 "
         "tables=1 serial=1 buckets=128 fingerprint bits=7 retired=0 retired epoch=0 sweep cursor=0 stash=0",
       "slice BGFR version=1 kind=2 type=7 seed=626c6f6f6d676174 id=4294967297 length=664 checksum=xxh3",
-      "slice stamp=9 set={680 684 685 688 689 1205 1209 4603 4607 4608}"
+      "slice stamp=10 set={680 684 685 688 689 1205 1209 4603 4607 4608}"
       });
 }
 
