@@ -33,8 +33,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "bloomgate/filters/bit_slice.h"
-#include "bloomgate/filters/column_segment.h"
+#include "bit_slice.h"
+#include "column_segment.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/fpr.h"
 #include "bloomgate/filters/hash.h"

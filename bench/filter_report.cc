@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 #include "filter_bench.h"
 #include "json_writer.h"
 

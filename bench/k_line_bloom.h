@@ -22,9 +22,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 #include "bloomgate/filters/hash.h"
-#include "bloomgate/filters/huge_page_allocator.h"
+#include "huge_page_allocator.h"
 
 namespace bloomgate::bench {
 

@@ -10,8 +10,7 @@
 //
 // Sizing: the false-positive rate of a block holding i keys is (1 - (31/32)^i)^8, and the number of keys per
 // block is Poisson with mean 256 / bits_per_key, so fpr(bits_per_key) = sum_i Poisson(i) (1 - (31/32)^i)^8.
-// bits_per_key_for(eps) inverts it by bisection: 10.5 bits per key at 1e-2, 16.9 at 1e-3, 26.3 at 1e-4
-// (performance-anchors.md section 1b).
+// bits_per_key_for(eps) inverts it by bisection: 10.5 bits per key at 1e-2, 16.9 at 1e-3, 26.3 at 1e-4.
 //
 // Scalar code on purpose: the eight lanes are plain loops the compiler may vectorise with SSE2; no AVX is
 // required. There is no notion of time: the filter remembers every key it was given.
@@ -25,9 +24,9 @@
 #include <span>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 #include "bloomgate/filters/hash.h"
-#include "bloomgate/filters/huge_page_allocator.h"
+#include "huge_page_allocator.h"
 
 namespace bloomgate::bench {
 

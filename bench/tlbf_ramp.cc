@@ -9,7 +9,7 @@
 
 #include "bloomgate/filters/fpr.h"
 #include "bloomgate/filters/options.h"
-#include "bloomgate/filters/time_limited_filter.h"
+#include "time_limited_filter.h"
 #include "key_stream.h"
 #include "plain_tlbf.h"
 

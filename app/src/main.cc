@@ -63,7 +63,7 @@ std::string flag_of(const std::string& option) {
 void add_filter_command(CLI::App& app, FilterCommandOptions& options, std::string& type_name) {
   CLI::App* cmd = app.add_subcommand(
       "filter", "Write to stdout only the stdin lines whose key is new within the TTL (like uniq with a time window)");
-  cmd->add_option("--type", type_name, "time_limited, age_partitioned, continuous, scalable, bloom, spectral or aging_fingerprint")
+  cmd->add_option("--type", type_name, filters::filter_type_list())
       ->capture_default_str();
   add_duration_option(*cmd, "--ttl", options.filter.ttl, "How long a key is remembered, e.g. 90s, 10m, 24h");
   cmd->add_option("--error-rate", options.filter.error_rate, "Target false-positive rate, in (0, 1)")
@@ -106,7 +106,7 @@ int run_filter(FilterCommandOptions& options, const std::string& type_name) {
   const auto type = filters::parse_filter_type(type_name);
   if (!type) {
     std::cerr << "bloomgate filter: --type \"" << type_name
-              << "\" is not one of time_limited, age_partitioned, continuous, scalable, bloom, spectral, aging_fingerprint\n";
+              << "\" is not one of " << filters::filter_type_list() << "\n";
     return bloomgate::app::kExitUsage;
   }
   options.filter.type = *type;

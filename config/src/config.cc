@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "bloomgate/config/duration.h"
+#include "bloomgate/filters/filter_types.h"
 #include "yaml_reader.h"
 
 namespace bloomgate::config {
@@ -26,8 +27,14 @@ using detail::Context;
 using detail::fail;
 using detail::MapReader;
 
-const std::vector<std::string> kFilterTypes = {"time_limited", "age_partitioned", "continuous", "scalable", "bloom",
-                                               "aging_fingerprint"};
+const std::vector<std::string>& filter_type_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const filters::FilterTypeInfo& info : filters::kFilterTypes) out.emplace_back(info.name);
+    return out;
+  }();
+  return names;
+}
 
 bool valid_topic(const std::string& topic) {
   return !topic.empty() && topic.size() <= 249 && topic != "." && topic != ".." &&
@@ -253,7 +260,7 @@ FilterSettings read_filter(const Context& ctx, const YAML::Node& node, const std
   FilterSettings out;
   if (!node || node.IsNull()) return out;
   MapReader filter(ctx, node, path);
-  if (const YAML::Node n = filter.take("type")) out.type = kFilterTypes[detail::read_choice(ctx, n, filter.path_of("type"), kFilterTypes)];
+  if (const YAML::Node n = filter.take("type")) out.type = filter_type_names()[detail::read_choice(ctx, n, filter.path_of("type"), filter_type_names())];
   if (const YAML::Node n = filter.take("error_rate")) {
     out.error_rate = detail::read_double(ctx, n, filter.path_of("error_rate"));
     if (!(out.error_rate > 0 && out.error_rate < 1)) {
@@ -267,7 +274,9 @@ FilterSettings read_filter(const Context& ctx, const YAML::Node& node, const std
   if (const YAML::Node n = filter.take("window")) out.window = detail::read_count(ctx, n, filter.path_of("window"));
   if (const YAML::Node n = filter.take("level")) {
     const std::uint64_t level = detail::read_count(ctx, n, filter.path_of("level"));
-    if (level > 6) fail(ctx, n, filter.path_of("level"), "must be 0 to 6, found " + n.Scalar());
+    if (level > filters::kMaxLevel) {
+      fail(ctx, n, filter.path_of("level"), "must be 0 to " + std::to_string(filters::kMaxLevel) + ", found " + n.Scalar());
+    }
     out.level = static_cast<std::uint32_t>(level);
   }
   filter.finish();

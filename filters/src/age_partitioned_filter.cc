@@ -1,9 +1,9 @@
-#include "bloomgate/filters/age_partitioned_filter.h"
+#include "age_partitioned_filter.h"
 
 #include <cmath>
 #include <string>
 
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 
 namespace bloomgate::filters {
 

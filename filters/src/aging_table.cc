@@ -148,6 +148,21 @@ bool AgingTable::place(std::uint64_t bucket, std::uint64_t value) {
   return false;
 }
 
+bool AgingTable::move_one_aside(std::uint64_t bucket, std::uint64_t value, std::uint64_t now) {
+  const BucketBits bits = bucket_bits(bucket);
+  for (std::uint32_t s = 0; s < kSlotsPerBucket; ++s) {
+    const std::uint64_t resident = slot_value(bits, s);
+    const std::uint64_t other = partner(bucket, static_cast<std::uint32_t>(resident >> kEpochCodeBits));
+    if (other == bucket) continue;
+    touch(other, now);
+    if (!place(other, resident)) continue;
+    const BucketBits cleared = bits & ~(static_cast<BucketBits>(slot_mask_) << (s * slot_bits_));
+    set_bucket_bits(bucket, cleared | (static_cast<BucketBits>(value) << (s * slot_bits_)));
+    return true;
+  }
+  return false;
+}
+
 bool AgingTable::insert(std::uint64_t first, std::uint32_t fingerprint, std::uint64_t now, std::uint32_t max_kicks) {
   std::uint64_t value = (std::uint64_t{fingerprint} << kEpochCodeBits) | (now & kCodeMask);
   touch(first, now);
@@ -155,6 +170,9 @@ bool AgingTable::insert(std::uint64_t first, std::uint32_t fingerprint, std::uin
   std::uint64_t bucket = partner(first, fingerprint);
   touch(bucket, now);
   if (place(bucket, value)) return true;
+  // One step of breadth first: a resident of either bucket that has room in its other bucket moves there
+  // (eight independent reads), before a chain of dependent kicks.
+  if (max_kicks > 0 && (move_one_aside(first, value, now) || move_one_aside(bucket, value, now))) return true;
   for (std::uint32_t kick = 0; kick < max_kicks; ++kick) {
     // The victim's slot varies with the fingerprint in hand and the kick, so chains do not cycle.
     const std::uint32_t slot = static_cast<std::uint32_t>((value >> kEpochCodeBits) + kick) % kSlotsPerBucket;

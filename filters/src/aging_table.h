@@ -18,7 +18,8 @@
 // Buckets. A key's fingerprint lives in bucket i1 = fast_range(key hash, buckets) or in its partner
 // i2 = (h(fp) - i1) mod buckets, with h(fp) = fast_range(fp * golden ratio, buckets): partner(partner(i)) = i,
 // so a fingerprint moves between its two buckets without the key, at any bucket count (no power of two).
-// An insertion that finds both full moves (kicks) at most max_kicks fingerprints along a chain; the one left
+// An insertion that finds both full first looks for a resident of either that has room in its other bucket
+// and moves it there; failing that it moves (kicks) at most max_kicks fingerprints along a chain; the one left
 // in hand then goes to a stash, so no live fingerprint is ever dropped. The filter stops inserting into a
 // table whose stash is full (kStashCapacity) and opens a larger one. Only when no larger one may be opened
 // (the memory cap of options.h) does the stash grow on, up to kStashLimit entries, past which its oldest
@@ -34,7 +35,7 @@
 #include <vector>
 
 #include "bloomgate/filters/hash.h"
-#include "bloomgate/filters/zeroed_words.h"
+#include "zeroed_words.h"
 
 namespace bloomgate::filters::detail {
 
@@ -125,6 +126,9 @@ class AgingTable {
   std::uint64_t sweep_region(std::uint64_t region, std::uint64_t now);  // slots dropped
   void touch(std::uint64_t bucket, std::uint64_t now);
   bool place(std::uint64_t bucket, std::uint64_t value);
+  // Moves one resident of the full `bucket` to its other bucket where that has room, and writes `value` in
+  // its slot; false when none can move.
+  bool move_one_aside(std::uint64_t bucket, std::uint64_t value, std::uint64_t now);
   std::optional<Match> find_in_bucket(std::uint64_t bucket, std::uint32_t fingerprint, std::uint64_t now) const;
   void mark_dirty(std::uint64_t first_word, std::uint64_t last_word) noexcept;
   std::uint64_t check_words(std::uint64_t now) const;  // slots in use; throws FormatError

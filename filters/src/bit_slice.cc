@@ -1,4 +1,4 @@
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 
 #include <bit>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "bloomgate/filters/bloom_filter.h"
+#include "bloom_filter.h"
 
 #include <algorithm>
 #include <cmath>

@@ -28,8 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
-#include "bloomgate/filters/column_segment.h"
+#include "bit_slice.h"
+#include "column_segment.h"
 
 namespace bloomgate::filters::detail {
 

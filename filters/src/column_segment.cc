@@ -1,8 +1,9 @@
-#include "bloomgate/filters/column_segment.h"
+#include "column_segment.h"
 
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cassert>
 #include <cstring>
 
 #include <immintrin.h>
@@ -244,6 +245,7 @@ void ColumnSegment::valid_by_phase(const std::uint64_t* valid_by_age, std::uint6
 // Hash indexes cycle down by one from each slice to the next newer one, so the first column pushed fixes
 // the phase of every hash index; a restore whose slices do not cycle is refused here.
 std::uint32_t ColumnSegment::push(std::uint32_t hash_index) {
+  assert(!full());
   const std::uint32_t column = column_of_age(live_);
   const std::uint32_t phase = column % k_;
   if (live_ == 0) {

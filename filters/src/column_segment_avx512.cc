@@ -23,9 +23,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstdint>
 
-#include "bloomgate/filters/column_segment.h"
+#include "column_segment.h"
 
 #include "tlbf_probes.h"
 
@@ -108,6 +109,7 @@ __mmask16 live_phases(std::uint32_t k) { return static_cast<__mmask16>(k == 16 ?
 
 bool ColumnSegment::locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
                                           QueriedCells& kept) const noexcept {
+  assert(vector_query_);
   locate_vector(probes, cell_starts);
   // Every cell loaded before the search reads any: with the loads in the search's loop each waited behind
   // the search's chain.
@@ -148,6 +150,7 @@ bool ColumnSegment::locate_any_run_vector(const KeyProbes& probes, const std::ui
 
 bool ColumnSegment::locate_any_run_ring_word(const KeyProbes& probes, std::uint64_t valid_by_age,
                                              std::uint64_t* cell_starts, QueriedCells& kept) const noexcept {
+  assert(ring_word_query_);
   locate_vector(probes, cell_starts);
   return search_ring_word(cell_starts, valid_by_age, kept);
 }

@@ -4,7 +4,7 @@
 //   u64 cells | u32 probes | u64 expected_per_ttl | f64 error_rate | i64 ttl_nanos | u8 refresh_on_duplicate |
 //   u8 seen | i64 epoch_nanos | i64 latest_nanos | u64 tick | u64 sweep_cursor | u64 pass_start_tick |
 //   u64 words
-#include "bloomgate/filters/continuous_filter.h"
+#include "continuous_filter.h"
 
 #include <algorithm>
 #include <cmath>

@@ -9,6 +9,7 @@
 #include <xxh_x86dispatch.h>
 #endif
 
+#include <algorithm>
 #include <string>
 
 #include "bloomgate/filters/hash.h"
@@ -18,7 +19,10 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x52464742;  // "BGFR" read as little-endian
 
-bool known_type(std::uint8_t t) { return t >= 1 && t <= 7; }
+bool known_type(std::uint8_t t) {
+  return std::any_of(kFilterTypes.begin(), kFilterTypes.end(),
+                     [t](const FilterTypeInfo& info) { return static_cast<std::uint8_t>(info.type) == t; });
+}
 
 }  // namespace
 
@@ -103,19 +107,6 @@ void expect_meta_record(const Record& meta, FilterType type) {
   if (meta.kind != RecordKind::kMeta || meta.type != type || meta.slice_id != 0) {
     throw FormatError(std::string("record is not the metadata of a ") + filter_type_name(type) + " filter");
   }
-}
-
-const char* filter_type_name(FilterType type) noexcept {
-  switch (type) {
-    case FilterType::kTimeLimited: return "time_limited";
-    case FilterType::kAgePartitioned: return "age_partitioned";
-    case FilterType::kContinuous: return "continuous";
-    case FilterType::kScalable: return "scalable";
-    case FilterType::kBloom: return "bloom";
-    case FilterType::kSpectral: return "spectral";
-    case FilterType::kAgingFingerprint: return "aging_fingerprint";
-  }
-  return "unknown";
 }
 
 }  // namespace bloomgate::filters

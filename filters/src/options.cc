@@ -8,19 +8,17 @@
 #include <string>
 #include <utility>
 
+#include "age_partitioned_filter.h"
 #include "aging_fingerprint_filter.h"
-#include "bloomgate/filters/age_partitioned_filter.h"
-#include "bloomgate/filters/bloom_filter.h"
-#include "bloomgate/filters/continuous_filter.h"
-#include "bloomgate/filters/scalable_bloom_filter.h"
-#include "bloomgate/filters/spectral_filter.h"
-#include "bloomgate/filters/time_limited_filter.h"
+#include "bloom_filter.h"
+#include "continuous_filter.h"
+#include "scalable_bloom_filter.h"
+#include "spectral_filter.h"
+#include "time_limited_filter.h"
 
 namespace bloomgate::filters {
 namespace {
 
-constexpr double kMinErrorRate = 1e-12;
-constexpr double kMinAgingErrorRate = 1e-7;
 
 void require(bool condition, const char* option, const std::string& problem) {
   if (!condition) throw OptionError(option, problem);
@@ -58,7 +56,7 @@ void require_sliced_size(const FilterOptions& o) {
 // The aging-fingerprint filter's first table: 16 bytes a bucket of four keys at most (27-bit fingerprints),
 // sized for expected_per_ttl x 8/7 at its size load, within the cap of the sliced filters.
 void require_aging_size(const FilterOptions& o) {
-  require(o.error_rate >= kMinAgingErrorRate, "error_rate",
+  require(o.error_rate >= kMinAgingFingerprintErrorRate, "error_rate",
           "below 1e-7 is not supported by aging_fingerprint (27-bit fingerprints at most), got " + shortest(o.error_rate));
   const double bytes = static_cast<double>(o.expected_per_ttl) * 8 / 7 / kAgingTuning.size_load *
                        (aging_fingerprint_bits(o.error_rate) + detail::kEpochCodeBits) / 8;
@@ -110,7 +108,8 @@ void validate(const FilterOptions& o) {
   require(o.error_rate >= kMinErrorRate, "error_rate", "below 1e-12 is not supported, got " + shortest(o.error_rate));
   require(o.ttl.count() > 0, "ttl", "must be positive");
   require(o.expected_per_ttl > 0, "expected_per_ttl", "must be positive");
-  require(!o.level || *o.level <= kMaxLevel, "level", "must be 0..6, got " + std::to_string(o.level.value_or(0)));
+  require(!o.level || *o.level <= kMaxLevel, "level",
+          "must be 0.." + std::to_string(kMaxLevel) + ", got " + std::to_string(o.level.value_or(0)));
   require(o.growth == 2 || o.growth == 4, "growth", "must be 2 or 4, got " + std::to_string(o.growth));
   require(o.tightening > 0 && o.tightening < 1, "tightening", "must be in (0, 1)");
   if (o.type == FilterType::kTimeLimited) {
@@ -135,14 +134,6 @@ std::unique_ptr<Filter> make_filter(const FilterOptions& options) {
     case FilterType::kAgingFingerprint: return std::make_unique<AgingFingerprintFilter>(options);
   }
   throw std::invalid_argument("unknown filter type " + std::to_string(static_cast<int>(options.type)));
-}
-
-std::optional<FilterType> parse_filter_type(std::string_view name) {
-  for (FilterType t : {FilterType::kTimeLimited, FilterType::kAgePartitioned, FilterType::kContinuous,
-                       FilterType::kScalable, FilterType::kBloom, FilterType::kSpectral, FilterType::kAgingFingerprint}) {
-    if (name == filter_type_name(t)) return t;
-  }
-  return std::nullopt;
 }
 
 }  // namespace bloomgate::filters

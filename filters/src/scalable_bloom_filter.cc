@@ -1,4 +1,4 @@
-#include "bloomgate/filters/scalable_bloom_filter.h"
+#include "scalable_bloom_filter.h"
 
 #include <cmath>
 #include <optional>

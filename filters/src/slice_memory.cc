@@ -1,4 +1,4 @@
-#include "bloomgate/filters/slice_memory.h"
+#include "slice_memory.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 // Metadata payload (little-endian), validated field by field on restore:
 //   u8 mode | u64 expected | f64 error_rate | u64 primary_counters | u32 primary_probes |
 //   u64 secondary_counters | u32 secondary_probes | u8 seen | i64 latest_nanos | u64 words
-#include "bloomgate/filters/spectral_filter.h"
+#include "spectral_filter.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "bloomgate/filters/time_limited_filter.h"
+#include "time_limited_filter.h"
 
 #include <algorithm>
 #include <array>
@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
-#include "bloomgate/filters/tlbf_sizing.h"
+#include "bit_slice.h"
+#include "tlbf_sizing.h"
 #include "tlbf_probes.h"
 #include "tlbf_time.h"
 
@@ -30,7 +30,7 @@ constexpr std::int64_t kLongGenerationPeriods = 2;
 // (docs/decisions/tlbf-query-experiments.md, "Out of cache: request every cell first").
 constexpr std::uint64_t kRequestCellsFirstBits = std::uint64_t{1} << 26;
 // A batch requests the cells of the next key only: more keys' requests in flight wait for the miss buffers
-// instead of overlapping (docs/decisions/tlbf-rows-in-lines.md).
+// instead of overlapping (docs/decisions/tlbf-phase-tables.md, "Batch lookahead").
 constexpr std::size_t kRowBatchLookahead = 1;
 
 // How many slices before position `window` (newer) hold the key, in a row.

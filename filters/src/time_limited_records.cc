@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
-#include "bloomgate/filters/time_limited_filter.h"
+#include "bit_slice.h"
+#include "time_limited_filter.h"
 #include "column_restore.h"
 #include "popcount.h"
 

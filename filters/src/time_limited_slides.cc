@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "bloomgate/filters/fpr.h"
-#include "bloomgate/filters/time_limited_filter.h"
-#include "bloomgate/filters/tlbf_sizing.h"
+#include "time_limited_filter.h"
+#include "tlbf_sizing.h"
 
 #include "tlbf_time.h"
 

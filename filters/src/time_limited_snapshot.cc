@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "bloomgate/filters/time_limited_filter.h"
+#include "time_limited_filter.h"
 
 namespace bloomgate::filters {
 namespace {

@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "bloomgate/filters/time_limited_filter.h"
+#include "time_limited_filter.h"
 
 #include "tlbf_time.h"
 

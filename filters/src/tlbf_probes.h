@@ -12,7 +12,7 @@
 #include <array>
 #include <cstdint>
 
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 #include "bloomgate/filters/hash.h"
 
 namespace bloomgate::filters::detail {

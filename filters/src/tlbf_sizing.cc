@@ -1,4 +1,4 @@
-#include "bloomgate/filters/tlbf_sizing.h"
+#include "tlbf_sizing.h"
 
 #include <algorithm>
 #include <cmath>

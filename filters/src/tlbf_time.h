@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 
 namespace bloomgate::filters::detail {
 

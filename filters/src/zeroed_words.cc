@@ -1,4 +1,4 @@
-#include "bloomgate/filters/zeroed_words.h"
+#include "zeroed_words.h"
 
 #include <sys/mman.h>
 
@@ -6,7 +6,7 @@
 #include <new>
 #include <utility>
 
-#include "bloomgate/filters/huge_page_allocator.h"
+#include "huge_page_allocator.h"
 
 namespace bloomgate::filters::detail {
 namespace {

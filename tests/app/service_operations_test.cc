@@ -53,14 +53,11 @@ void expect_exact(const GroundTruth& truth, Clock::time_point started) {
 // Waits until the service has restored `partitions` partitions from their checkpoints (it was assigned
 // them and restored them, so a stop now stops a member that owns them).
 bool wait_until_restored(const ServiceThread& service, std::size_t partitions) {
-  const auto deadline = Clock::now() + kWaitLimit;
-  while (Clock::now() < deadline) {
+  return poll_until([&] {
     std::size_t restored = 0;
     for (const PartitionReport& partition : service.snapshot().partitions) restored += partition.restored ? 1 : 0;
-    if (restored >= partitions) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
+    return restored >= partitions;
+  }, kWaitLimit);
 }
 
 // ---- clean shutdown --------------------------------------------------------------------------------------

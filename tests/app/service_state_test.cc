@@ -576,11 +576,7 @@ TEST(DurableState, ReadinessIsFalseWhileAssignedPartitionsAreRestored) {
       const std::vector<PartitionReport> partitions = second.snapshot().partitions;
       return std::any_of(partitions.begin(), partitions.end(), [](const PartitionReport& p) { return p.assigned; });
     };
-    const auto deadline = Clock::now() + kWaitLimit;
-    while (!holds_a_partition()) {
-      ASSERT_LT(Clock::now(), deadline) << "the second member was never assigned a partition";
-      std::this_thread::sleep_for(50ms);
-    }
+    ASSERT_TRUE(poll_until(holds_a_partition, kWaitLimit)) << "the second member was never assigned a partition";
     ASSERT_TRUE(second.stop());
   }
   produce_all(broker, "events", keyed_events(numbered_keys("k", 0, 10), past_start_ms() + 60'000));

@@ -51,14 +51,17 @@
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/consumer.h"
-#include "test_broker.h"
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/producer.h"
 #include "bloomgate/connectors/topic_partition.h"
+#include "../support/poll_until.h"
+#include "test_broker.h"
 
 extern char** environ;  // NOLINT: POSIX, for posix_spawn
 
 namespace bloomgate::app::test_support {
+
+using bloomgate::test_support::poll_until;  // every wait of the tests is one of these
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -373,15 +376,14 @@ inline std::vector<Record> read_topic(const TestBroker& broker, const std::strin
     return false;
   };
   // A real broker's topic can hold millions of records: 20,000 a second is a tenth of a loaded machine's pace.
-  const auto deadline = Clock::now() + kWaitLimit + std::chrono::seconds(total(ends) / 20'000);
-  while (unread()) {
-    if (Clock::now() > deadline) {
-      throw std::runtime_error("reading " + topic + ": " + std::to_string(records.size()) + " of " +
-                               std::to_string(total(ends)) + " records within the time limit");
-    }
+  const auto read_one = [&] {
     const auto message = consumer.poll(50ms);
-    if (!message || !message->error().ok() || message->offset() >= ends.at(message->partition())) continue;
+    if (!message || !message->error().ok() || message->offset() >= ends.at(message->partition())) return;
     records.push_back(to_record(*message));
+  };
+  if (!poll_until([&] { return !unread(); }, kWaitLimit + std::chrono::seconds(total(ends) / 20'000), read_one)) {
+    throw std::runtime_error("reading " + topic + ": " + std::to_string(records.size()) + " of " +
+                             std::to_string(total(ends)) + " records within the time limit");
   }
   (void)consumer.close();
   std::sort(records.begin(), records.end(),
@@ -444,13 +446,10 @@ class ServiceThread {
   // True once a snapshot satisfies `condition`; false if the service stopped first or time ran out.
   bool wait_until(const std::function<bool(const ServiceSnapshot&)>& condition,
                   std::chrono::milliseconds limit = kWaitLimit) const {
-    const auto deadline = Clock::now() + limit;
-    while (!condition(snapshot())) {
-      if (Clock::now() > deadline || result_.wait_for(20ms) == std::future_status::ready) {
-        return condition(snapshot());
-      }
-    }
-    return true;
+    bool stopped = false;
+    poll_until([&] { return stopped || condition(snapshot()); }, limit,
+               [&] { stopped = result_.wait_for(20ms) == std::future_status::ready; });
+    return condition(snapshot());
   }
 
   // Waits for run() to return by itself; nothing if it did not within the limit.
@@ -573,16 +572,12 @@ class BloomgateProcess {
   // The exit code once it exits, or nothing if it did not within the limit (then it is killed with
   // SIGKILL) or was killed by a signal.
   std::optional<int> wait(std::chrono::milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
     int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (Clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return std::nullopt;
-      }
-      std::this_thread::sleep_for(20ms);
+    if (!poll_until([&] { return waitpid(pid_, &status, WNOHANG) != 0; }, limit, 20ms)) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      return std::nullopt;
     }
     pid_ = -1;
     return WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt;
@@ -597,16 +592,6 @@ class BloomgateProcess {
   pid_t pid_ = -1;
 };
 
-// Asks `done` every `interval` until it says yes (true) or `limit` has passed (false): every wait of the
-// tests below is one of these.
-inline bool poll_until(const std::function<bool()>& done, Clock::duration limit, Clock::duration interval = 50ms) {
-  const auto deadline = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(interval);
-  }
-  return true;
-}
 
 // Waits until the output topic holds at least `records`; false if it does not within the limit.
 inline bool wait_for_output(const TestBroker& broker, const std::string& topic, std::int64_t records) {

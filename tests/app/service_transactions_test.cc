@@ -49,12 +49,7 @@ bool wait_until_committed_to_end(const ServiceThread& service, const TestBroker&
     }
     return partitions_at_end == ends.size();
   };
-  const auto deadline = Clock::now() + kWaitLimit;
-  while (!at_end()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
+  return poll_until(at_end, kWaitLimit);
 }
 
 // One run of the service over everything in "orders", stopped gracefully; returns its last snapshot.

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bloomgate/filters/filter_types.h"
 #include "config_test_support.h"
 
 namespace bloomgate::config {
@@ -78,10 +79,6 @@ TEST(Config, SecretsAreSubstitutedAndNeverRendered) {
 
 class MalformedConfig : public ::testing::TestWithParam<BadConfig> {};
 
-TEST(Config, TheAgingFingerprintTypeIsAPipelineFilterType) {
-  EXPECT_EQ(parse(kMinimal + "    filter: {type: aging_fingerprint}\n").pipelines[0].filter.type, "aging_fingerprint");
-}
-
 TEST_P(MalformedConfig, StopsWithAMessageNamingKeyLineAndColumn) { EXPECT_EQ(error_of(GetParam().yaml), GetParam().message); }
 
 std::string with_pipeline_line(const std::string& line) { return kMinimal + line; }
@@ -108,6 +105,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "bloomgate.yaml:9:26: pipelines[0].filter.error_rate: must be greater than 0 and less than 1, found 0"},
         BadConfig{"error_rate_too_big", with_pipeline_line("    filter: {error_rate: 1.5}\n"),
                   "bloomgate.yaml:9:26: pipelines[0].filter.error_rate: must be greater than 0 and less than 1, found 1.5"},
+        BadConfig{"unknown_filter_type", with_pipeline_line("    filter: {type: cuckoo}\n"),
+                  "bloomgate.yaml:9:20: pipelines[0].filter.type: \"cuckoo\" is not one of: time_limited, age_partitioned, "
+                  "continuous, scalable, bloom, spectral, aging_fingerprint"},
         BadConfig{"level_too_big", with_pipeline_line("    filter: {level: 7}\n"),
                   "bloomgate.yaml:9:21: pipelines[0].filter.level: must be 0 to 6, found 7"},
         BadConfig{"deeply_nested", "kafka: " + std::string(5000, '[') + std::string(5000, ']') + "\n",
@@ -183,6 +183,14 @@ INSTANTIATE_TEST_SUITE_P(
                   "bloomgate.yaml:3:16: kafka.properties.transactional.id: is set by bloomgate: use kafka.guarantee: "
                   "exactly_once and kafka.instance_name"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(Config, EveryFilterTypeTheFiltersKnowIsAccepted) {
+  for (const filters::FilterTypeInfo& info : filters::kFilterTypes) {
+    const std::string name(info.name);
+    EXPECT_EQ(parse(with_pipeline_line("    filter: {type: " + name + "}\n")).pipelines[0].filter.type, name);
+  }
+  EXPECT_EQ(parse(with_pipeline_line("    filter: {level: 6}\n")).pipelines[0].filter.level, filters::kMaxLevel);
+}
 
 TEST(Config, TheGuaranteeIsAtLeastOnceUnlessExactlyOnceIsAskedFor) {
   EXPECT_EQ(parse(kMinimal).kafka.guarantee, Guarantee::kAtLeastOnce);

@@ -15,6 +15,7 @@
 #include "bloomgate/connectors/embedded_broker.h"
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/producer.h"
+#include "../support/poll_until.h"
 
 #include <chrono>
 #include <functional>
@@ -83,14 +84,11 @@ class LogCollector {
 inline bool poll_until(const std::vector<Consumer*>& consumers, const std::function<bool()>& done,
                        std::chrono::milliseconds limit = kWaitLimit,
                        const std::function<void(ConsumedMessage&)>& on_message = {}) {
-  const Clock::time_point deadline = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() >= deadline) return false;
+  return bloomgate::test_support::poll_until(done, limit, [&] {
     for (Consumer* consumer : consumers) {
       if (auto message = consumer->poll(std::chrono::milliseconds(20)); message && on_message) on_message(*message);
     }
-  }
-  return true;
+  });
 }
 
 }  // namespace bloomgate::connectors::test_support

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bloomgate/connectors/state_store.h"
+#include "../support/poll_until.h"
 #include "state_store_test_support.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for posix_spawn
@@ -273,12 +274,7 @@ TEST(StateStore, SecondOpenInThisProcessIsLocked) {
 constexpr const char* kHoldDirVariable = "BLOOMGATE_TEST_HOLD_STATE_DIR";
 
 bool wait_for_file(const std::string& path, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!fs::exists(path)) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
+  return bloomgate::test_support::poll_until([&] { return fs::exists(path); }, timeout, milliseconds(10));
 }
 
 // Runs only in the child process of SecondProcessIsLockedOut: holds the store until told to let go.

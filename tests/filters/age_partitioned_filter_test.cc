@@ -1,5 +1,5 @@
 // The count-based age-partitioned filter: its sliding-window guarantee and its FPR. Fixed seeds.
-#include "bloomgate/filters/age_partitioned_filter.h"
+#include "age_partitioned_filter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The column segment (column_segment.h), the time-limited filter's storage: phase tables, gather and
 // scatter against the bits one by one, the query's run search against the slice walk, pops and repacks.
 // Random bits use fixed seeds (given at each call).
-#include "bloomgate/filters/column_segment.h"
+#include "column_segment.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 #include "tlbf_probes.h"
 
 namespace bloomgate::filters {

@@ -1,7 +1,7 @@
 // The continuous Bloom filter: lifetimes against an exact TTL set, the 15-tick wrap-around, the
 // false-positive rate at steady state, and its checkpoint records. Every random stream uses a fixed seed
 // (given at each call), so a failure reproduces exactly. Time is driven by the test; nothing is timed.
-#include "bloomgate/filters/continuous_filter.h"
+#include "continuous_filter.h"
 
 #include <gtest/gtest.h>
 

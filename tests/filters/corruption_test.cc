@@ -14,15 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "age_partitioned_filter.h"
 #include "aging_fingerprint_filter.h"
-#include "bloomgate/filters/age_partitioned_filter.h"
-#include "bloomgate/filters/bloom_filter.h"
-#include "bloomgate/filters/continuous_filter.h"
+#include "bloom_filter.h"
+#include "continuous_filter.h"
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/options.h"
-#include "bloomgate/filters/scalable_bloom_filter.h"
-#include "bloomgate/filters/spectral_filter.h"
-#include "bloomgate/filters/time_limited_filter.h"
+#include "scalable_bloom_filter.h"
+#include "spectral_filter.h"
+#include "time_limited_filter.h"
 #include "checkpoint_store.h"
 #include "filter_options.h"
 #include "ground_truth.h"

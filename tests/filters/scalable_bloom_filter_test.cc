@@ -4,7 +4,7 @@
 //
 // Keys are deterministic strings built from the fixed seed kSeed and a counter, so every run inserts and
 // queries the same keys and prints the same figures. No test measures time.
-#include "bloomgate/filters/scalable_bloom_filter.h"
+#include "scalable_bloom_filter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The memory of restored slices (slice_memory.h): one arena per restore, carved in whole pages, with the
 // heap as the fallback; a copied slice's words go to the heap, a moved one keeps its arena.
-#include "bloomgate/filters/slice_memory.h"
+#include "slice_memory.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The spectral Bloom filter in its three modes against exact counts, and its checkpoint records. Every
 // random stream uses a fixed seed (given at each call), so a failure reproduces exactly.
-#include "bloomgate/filters/spectral_filter.h"
+#include "spectral_filter.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // so a failure reproduces exactly. Its other tests: no_false_negatives_test.cc (the TTL guarantee),
 // time_limited_restore_test.cc (checkpoints), time_limited_segments_test.cc (large slices in segments),
 // column_segment_test.cc (the storage), time_limited_snapshot_test.cc and schema_test.cc.
-#include "bloomgate/filters/time_limited_filter.h"
+#include "time_limited_filter.h"
 
 #include <gtest/gtest.h>
 

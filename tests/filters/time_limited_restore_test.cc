@@ -1,6 +1,6 @@
 // The time-limited filter's checkpoints: a restore from the records of its image, over copies or views,
 // small and large, is the imaged filter exactly. Streams use fixed seeds (given at each call).
-#include "bloomgate/filters/time_limited_filter.h"
+#include "time_limited_filter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The time-limited filter with slices of 2^16 bits or more, which share column segments: the guarantees
 // hold at a steady rate, through rate changes (segments opening and retiring) and in batches. Streams use
 // fixed seeds (given at each call).
-#include "bloomgate/filters/time_limited_filter.h"
+#include "time_limited_filter.h"
 
 #include <gtest/gtest.h>
 

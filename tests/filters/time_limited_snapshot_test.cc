@@ -13,7 +13,7 @@
 
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/options.h"
-#include "bloomgate/filters/time_limited_filter.h"
+#include "time_limited_filter.h"
 #include "checkpoint_store.h"
 #include "ground_truth.h"
 #include "record_fields.h"

@@ -1,6 +1,6 @@
 // The time-limited filter's sizing arithmetic (bloomgate/filters/tlbf_sizing.h), each function against
 // values worked out by hand from the formulas of docs/filters.md, "Sizing the time-limited filter".
-#include "bloomgate/filters/tlbf_sizing.h"
+#include "tlbf_sizing.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "bloomgate/filters/column_segment.h"
+#include "column_segment.h"
 
 namespace bloomgate::filters {
 namespace {

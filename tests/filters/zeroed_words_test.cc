@@ -1,6 +1,6 @@
 // The cells of a column segment (zeroed_words.h): zero everywhere, padding included, whether they come
 // from the heap (under 2 MiB) or from a fresh mapping the kernel zeroed and nothing here wrote.
-#include "bloomgate/filters/zeroed_words.h"
+#include "zeroed_words.h"
 
 #include <gtest/gtest.h>
 

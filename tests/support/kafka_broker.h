@@ -36,6 +36,7 @@
 #include "bloomgate/connectors/admin.h"
 #include "bloomgate/connectors/kafka_config.h"
 #include "bloomgate/connectors/kafka_error.h"
+#include "poll_until.h"
 
 #ifndef BLOOMGATE_KAFKA_SCRIPT
 #error "BLOOMGATE_KAFKA_SCRIPT must name scripts/kafka"
@@ -147,22 +148,26 @@ class KafkaBroker {
   }
 
   void wait_for_address() {
-    const auto deadline = std::chrono::steady_clock::now() + kStartLimit;
     const std::string marker = "bootstrap: ";
-    while (std::chrono::steady_clock::now() < deadline) {
+    const auto answered = [&] {
       const std::string out = read(dir_ / "script.out");
-      if (const auto at = out.find(marker); at != std::string::npos && out.find('\n', at) != std::string::npos) {
-        bootstrap_ = out.substr(at + marker.size(), out.find('\n', at) - at - marker.size());
-        port_ = std::stoi(bootstrap_.substr(bootstrap_.rfind(':') + 1));
-        return;
-      }
+      const auto at = out.find(marker);
+      if (at == std::string::npos || out.find('\n', at) == std::string::npos) return false;
+      bootstrap_ = out.substr(at + marker.size(), out.find('\n', at) - at - marker.size());
+      port_ = std::stoi(bootstrap_.substr(bootstrap_.rfind(':') + 1));
+      return true;
+    };
+    const auto fail_if_script_exited = [&] {
       int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        throw std::runtime_error("scripts/kafka start exited before the broker answered:\n" + log_tail());
-      }
+      if (waitpid(pid_, &status, WNOHANG) != pid_) return;
+      pid_ = -1;
+      throw std::runtime_error("scripts/kafka start exited before the broker answered:\n" + log_tail());
+    };
+    const auto step = [&] {
+      fail_if_script_exited();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    };
+    if (poll_until(answered, kStartLimit, step)) return;
     stop();
     throw std::runtime_error("the Kafka broker did not answer within " + std::to_string(kStartLimit.count()) +
                              " s:\n" + log_tail());
@@ -172,15 +177,10 @@ class KafkaBroker {
   void stop() noexcept {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + kStopLimit;
     int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!poll_until([&] { return waitpid(pid_, &status, WNOHANG) != 0; }, kStopLimit)) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
     }
     pid_ = -1;
   }

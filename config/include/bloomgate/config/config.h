@@ -112,7 +112,7 @@ std::string describe(const KeyPart& part);
 inline constexpr std::uint32_t kDefaultFilterLevel = 5;
 
 struct FilterSettings {
-  std::string type = "time_limited";  // time_limited | age_partitioned | continuous | scalable | bloom | aging_fingerprint
+  std::string type = "time_limited";  // a name of filters::kFilterTypes (filter_types.h)
   double error_rate = 0.001;
   std::uint64_t expected_per_ttl = 1'000'000;
   std::uint64_t window = 0;  // age_partitioned: count window; 0 = expected_per_ttl

@@ -36,21 +36,13 @@
 #include <string_view>
 #include <vector>
 
+#include "bloomgate/filters/filter_types.h"
+
 namespace bloomgate::filters {
 
 inline constexpr std::uint16_t kFormatVersion = 1;
 inline constexpr std::size_t kRecordHeaderSize = 28;
 inline constexpr std::size_t kRecordTrailerSize = 8;
-
-enum class FilterType : std::uint8_t {
-  kTimeLimited = 1,
-  kAgePartitioned = 2,
-  kContinuous = 3,
-  kScalable = 4,
-  kBloom = 5,
-  kSpectral = 6,
-  kAgingFingerprint = 7,
-};
 
 enum class RecordKind : std::uint8_t { kMeta = 1, kSlice = 2, kSnapshot = 3, kSnapshotBand = 4 };
 
@@ -161,7 +153,5 @@ Record peek_single_record(std::string_view bytes);
 // Throws FormatError unless `meta` is the metadata record (kind kMeta, slice id 0) of a filter of `type`.
 // Each filter type's restore checks this itself, so a record handed to the wrong type's restore is rejected.
 void expect_meta_record(const Record& meta, FilterType type);
-
-const char* filter_type_name(FilterType type) noexcept;
 
 }  // namespace bloomgate::filters

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "bloomgate/filters/filter_types.h"
+
 namespace bloomgate::filters {
 
 // A (k, l) configuration: a key must match k consecutive slices; l extra slices hold aged data.
@@ -16,10 +18,9 @@ struct SlicedParams {
   friend bool operator==(SlicedParams, SlicedParams) = default;
 };
 
-// Levels 0..5 are the rows of the (k, l) table (docs/filters.md, "False-positive model"). Level 6 goes one k further by
-// the table's own rule (see choose_sliced_params): at 1e-3 and 1e-4 it needs fewer bits per key than level 5.
-inline constexpr std::uint32_t kMaxTableLevel = 5;
-inline constexpr std::uint32_t kMaxLevel = 6;
+// Levels 0..kMaxTableLevel are the rows of the (k, l) table (docs/filters.md, "False-positive model"); kMaxLevel
+// (filter_types.h) goes one k further by the table's own rule (see choose_sliced_params): at 1e-3 and 1e-4 it
+// needs fewer bits per key than level 5.
 
 // The (k, l) pair for an error rate and a level (0..6). For the error rates of the (k, l) table, 1e-1 .. 1e-5
 // (docs/filters.md, "False-positive model"), and levels 0..5 the table's pairs are returned as they are,

@@ -86,6 +86,4 @@ void validate(const FilterOptions& options);
 // Validates, then builds the filter the options describe.
 std::unique_ptr<Filter> make_filter(const FilterOptions& options);
 
-std::optional<FilterType> parse_filter_type(std::string_view name);
-
 }  // namespace bloomgate::filters

@@ -4,7 +4,7 @@
 // protocol over TCP on 127.0.0.1 with ephemeral ports. Clients reach it through `bootstrap_servers()`
 // like any broker, so tests exercise the real network path. `kafka.brokers: embedded` starts one.
 //
-// What it can and cannot do (librdkafka 2.0.2, reliability-anchors.md §3): consumer groups, offset
+// What it can and cannot do (librdkafka 2.0.2; docs/real-kafka.md compares it with a real broker): consumer groups, offset
 // commits with metadata, idempotent and transactional producers, fault injection (brokers down, request
 // errors); no persistence, no SASL/SSL, no CreateTopics (use create_topic), and aborted transactional
 // records stay visible. Retention is fixed: each partition keeps only its newest 5 MiB or 100,000

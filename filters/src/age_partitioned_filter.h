@@ -20,7 +20,7 @@
 #include <memory>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
+#include "bit_slice.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/fpr.h"
 #include "bloomgate/filters/options.h"

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
-#include "bloomgate/filters/zeroed_words.h"
+#include "bit_slice.h"
+#include "zeroed_words.h"
 
 namespace bloomgate::filters::detail {
 
@@ -145,15 +145,15 @@ class ColumnSegment {
                          : locate_any_run_scalar(probes, valid, cell_starts);
   }
   bool locate_any_run_scalar(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts) const noexcept;
-  // Requires vector_query(): the CPU has AVX-512 F and DQ and BMI2, the cells are narrow and the rows fewer
-  // than 2^32 (column_segment_avx512.cc).
+  // Only where vector_query() (asserted): the CPU has AVX-512 F and DQ and BMI2, the cells are narrow and
+  // the rows fewer than 2^32 (column_segment_avx512.cc).
   bool locate_any_run_vector(const KeyProbes& probes, const std::uint64_t* valid, std::uint64_t* cell_starts,
                              QueriedCells& kept) const noexcept;
   bool vector_query() const noexcept { return vector_query_; }
   // The vector query of a ring of at most 64 columns and two slots or more: the rows as
   // locate_any_run_vector's, then the k cells deposited into one word, column c at bit c, turned to age
   // order and masked by `valid_by_age`, and its runs of k found by shifts; `kept` gets the ring word.
-  // Requires ring_word_query().
+  // Only where ring_word_query() (asserted).
   bool locate_any_run_ring_word(const KeyProbes& probes, std::uint64_t valid_by_age, std::uint64_t* cell_starts,
                                 QueriedCells& kept) const noexcept;
   bool ring_word_query() const noexcept { return ring_word_query_; }
@@ -161,8 +161,8 @@ class ColumnSegment {
   // into out[0..k).
   void valid_by_phase(const std::uint64_t* valid_by_age, std::uint64_t* out) const noexcept;
 
-  // Appends the newest column (requires !full() and the hash index after the newest one's, or any in an
-  // empty segment); returns its column number.
+  // Appends the newest column (not full(), asserted; the hash index after the newest one's, or any in an
+  // empty segment, else a FormatError); returns its column number.
   std::uint32_t push(std::uint32_t hash_index);
   // The set bits of `column` (a popcount over its phase table).
   std::uint64_t count_column(std::uint32_t column) const noexcept;

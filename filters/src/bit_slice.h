@@ -17,7 +17,7 @@
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/format.h"
 #include "bloomgate/filters/hash.h"
-#include "bloomgate/filters/slice_memory.h"
+#include "slice_memory.h"
 
 namespace bloomgate::filters::detail {
 

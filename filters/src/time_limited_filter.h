@@ -50,12 +50,12 @@
 #include <memory>
 #include <vector>
 
-#include "bloomgate/filters/bit_slice.h"
-#include "bloomgate/filters/column_segment.h"
+#include "bit_slice.h"
+#include "column_segment.h"
 #include "bloomgate/filters/filter.h"
 #include "bloomgate/filters/fpr.h"
 #include "bloomgate/filters/options.h"
-#include "bloomgate/filters/tlbf_sizing.h"
+#include "tlbf_sizing.h"
 
 namespace bloomgate::filters {
 
