@@ -189,12 +189,13 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
                warmup_s * 1e9 / static_cast<double>(std::max<std::uint64_t>(warmup, 1)));
   {
     const filters::FilterStats s = f.stats(stream.now());
-    result.mib = static_cast<double>(s.bits + s.padding_bits) / 8.0 / kMiB;  // real memory, for the ratio
+    result.mib = static_cast<double>(s.memory_bytes) / kMiB;  // every byte the filter holds
     result.slices = s.slices;
     result.k = s.k;
     result.l = s.l;
     result.distinct_in_window = stream.distinct_in_window();
-    result.bits_per_element = static_cast<double>(s.bits) / static_cast<double>(stream.distinct_in_window());
+    // Whole memory (padding included) per distinct key in the window.
+    result.bits_per_element = static_cast<double>(s.memory_bytes) * 8 / static_cast<double>(stream.distinct_in_window());
   }
 
   result.timing = time_blocks(stream, block_events(stream, plan, config), config.repetitions,
@@ -220,7 +221,7 @@ FilterResult run_filter(const FilterEntry& entry, double rate, const StreamPlan&
       const std::uint64_t due = (i + 1) * probes / events;
       for (; probed < due; ++probed) positives += f.contains(KeyHash{stream.probe_key(probed)}, at(e.now_ns)) ? 1U : 0U;
       if ((i + 1) % sample_every == 0) {
-        const double bpe = static_cast<double>(f.stats(at(e.now_ns)).bits) /
+        const double bpe = static_cast<double>(f.stats(at(e.now_ns)).memory_bytes * 8) /
                            static_cast<double>(stream.distinct_in_window());
         bpe_sum += bpe;
         bpe_max = std::max(bpe_max, bpe);

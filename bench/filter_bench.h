@@ -35,6 +35,7 @@ struct FilterEntry {
 
 inline constexpr FilterEntry kFilterTable[] = {
     {"time_limited", FilterType::kTimeLimited, OutOfCacheSize::kFull},
+    {"aging_fingerprint", FilterType::kAgingFingerprint, OutOfCacheSize::kFull},
     {"age_partitioned", FilterType::kAgePartitioned, OutOfCacheSize::kReduced},
     {"continuous", FilterType::kContinuous, OutOfCacheSize::kReduced},
     {"bloom", FilterType::kBloom, OutOfCacheSize::kReduced},

@@ -50,6 +50,7 @@ struct Point {
   bool is_default_level = false;
   Side ours;
   Side plain;
+  Side aging;  // the aging-fingerprint filter (make_filter) at the same rate and window, any level
   Timing floor;
   double model_bits_per_element = kNaN;
 };
@@ -140,11 +141,13 @@ void time_side(KeyStream& stream, std::uint64_t events, Blocks& out, bool one_at
 
 Timing summarized(const Blocks& b) { return summarize(b.ns_per_op, b.present, b.operations); }
 
-// The product's filter, as the service builds it (make_filter), behind the interface warm_up() and measure_fpr() use.
+// A filter as the service builds it (make_filter): the time-limited one by default, behind the interface
+// warm_up() and measure_fpr() use.
 class Ours {
  public:
-  Ours(const Point& p, std::int64_t ttl_ns) {
+  Ours(const Point& p, std::int64_t ttl_ns, filters::FilterType type = filters::FilterType::kTimeLimited) {
     filters::FilterOptions o;
+    o.type = type;
     o.error_rate = p.rate;
     o.level = p.level;
     o.ttl = filters::Duration{ttl_ns};
@@ -163,10 +166,7 @@ class Ours {
     return filter_->contains(filters::KeyHash{key}, filters::from_epoch_nanos(ns));
   }
   std::uint64_t bits() const { return filter_->stats(filters::from_epoch_nanos(last_ns_)).bits; }
-  std::uint64_t memory_bits() const {
-    const filters::FilterStats s = filter_->stats(filters::from_epoch_nanos(last_ns_));
-    return s.bits + s.padding_bits;
-  }
+  std::uint64_t memory_bits() const { return filter_->stats(filters::from_epoch_nanos(last_ns_)).memory_bytes * 8; }
   std::uint64_t slices() const { return filter_->stats(filters::from_epoch_nanos(last_ns_)).slices; }
 
  private:
@@ -199,10 +199,15 @@ Point run_point(double rate, std::uint32_t level, std::uint64_t window, const Sw
   // the shared machine slows each of them alike instead of one point's one side.
   Ours ours(p, ttl_ns);
   PlainTimeLimitedBloom plain(p.params, window, ttl_ns);
+  Ours aging(p, ttl_ns, filters::FilterType::kAgingFingerprint);
   KeyStream ours_stream(window, config.seed);
   KeyStream plain_stream(window, config.seed);
+  KeyStream aging_stream(window, config.seed);
   p.ours = warm_up(ours, ours_stream, p, config);
   p.plain = warm_up(plain, plain_stream, p, config);
+  p.aging = warm_up(aging, aging_stream, p, config);
+  p.aging.bits_per_element =  // whole memory, as the report's memory targets count it
+      static_cast<double>(aging.memory_bits()) / static_cast<double>(aging_stream.distinct_in_window());
   // The floor gets ours' memory after the warm-up; a steady filter may still grow its segment once.
   KLineBloom floor(ours.memory_bits() / 8, p.params.k);
   KeyStream floor_stream(window, config.seed);
@@ -211,6 +216,7 @@ Point run_point(double rate, std::uint32_t level, std::uint64_t window, const Sw
   Blocks ours_blocks;
   Blocks plain_blocks;
   Blocks floor_blocks;
+  Blocks aging_blocks;
   for (int r = 0; r < config.repetitions; ++r) {
     const bool one = config.one_at_a_time;
     time_side(ours_stream, events, ours_blocks, one, [&ours, &config](std::uint64_t key, std::int64_t ns) {
@@ -222,7 +228,13 @@ Point run_point(double rate, std::uint32_t level, std::uint64_t window, const Sw
     time_side(floor_stream, events, floor_blocks, one, [&floor](std::uint64_t key, std::int64_t) {
       return floor.test_and_insert(key);
     });
+    time_side(aging_stream, events, aging_blocks, one, [&aging, &config](std::uint64_t key, std::int64_t ns) {
+      return config.with_age ? aging.test_and_insert_with_age(key, ns) : aging.test_and_insert(key, ns);
+    });
   }
+  p.aging.timing = summarized(aging_blocks);
+  p.aging.fpr = measure_fpr(aging, aging_stream, p, config);
+  p.aging.mib = static_cast<double>(aging.memory_bits()) / 8 / kMiB;
   p.ours.timing = summarized(ours_blocks);
   p.plain.timing = summarized(plain_blocks);
   p.floor = summarized(floor_blocks);
@@ -240,13 +252,13 @@ std::string fmt(const char* format, double v) {
 }
 
 void print_header() {
-  std::printf("%-6s %5s %4s %5s %10s | %8s %8s %7s | %6s %6s %6s %6s | %6s %6s | %8s %8s %6s\n", "rate", "level", "k",
-              "l", "keys/TTL", "ours ns", "plain ns", "speedup", "b/e", "plain", "model", "/model", "FPR/e", "plain",
-              "MiB", "floor ns", "/floor");
+  std::printf("%-6s %5s %4s %5s %10s | %8s %8s %7s | %6s %6s %6s %6s | %6s %6s | %8s %8s %6s | %8s %6s %6s\n", "rate",
+              "level", "k", "l", "keys/TTL", "ours ns", "plain ns", "speedup", "b/e", "plain", "model", "/model", "FPR/e",
+              "plain", "MiB", "floor ns", "/floor", "aging ns", "b/key", "FPR/e");
 }
 
 void print_point(const Point& p) {
-  std::printf("%-6.0e %4u%s %4u %5u %10" PRIu64 " | %8s %8s %7s | %6s %6s %6s %6s | %6s %6s | %8s %8s %6s\n", p.rate,
+  std::printf("%-6.0e %4u%s %4u %5u %10" PRIu64 " | %8s %8s %7s | %6s %6s %6s %6s | %6s %6s | %8s %8s %6s | %8s %6s %6s\n", p.rate,
               p.level, p.is_default_level ? "*" : " ", p.params.k, p.params.l, p.window,
               fmt("%.1f", p.ours.timing.median_ns).c_str(), fmt("%.1f", p.plain.timing.median_ns).c_str(),
               fmt("%.2f", p.plain.timing.median_ns / p.ours.timing.median_ns).c_str(),
@@ -255,7 +267,9 @@ void print_point(const Point& p) {
               fmt("%.3f", p.ours.bits_per_element / p.model_bits_per_element).c_str(),
               fmt("%.2f", p.ours.fpr / p.rate).c_str(), fmt("%.2f", p.plain.fpr / p.rate).c_str(),
               fmt("%.2f", p.ours.mib).c_str(), fmt("%.1f", p.floor.median_ns).c_str(),
-              fmt("%.2f", p.ours.timing.median_ns / p.floor.median_ns).c_str());
+              fmt("%.2f", p.ours.timing.median_ns / p.floor.median_ns).c_str(),
+              fmt("%.1f", p.aging.timing.median_ns).c_str(), fmt("%.2f", p.aging.bits_per_element).c_str(),
+              fmt("%.2f", p.aging.fpr / p.rate).c_str());
   std::fflush(stdout);
 }
 
@@ -319,6 +333,7 @@ std::string to_json(const std::vector<Point>& points, const SweepConfig& config)
     j.num("model_bits_per_element", p.model_bits_per_element);
     json_side(j, "ours", p.ours);
     json_side(j, "plain", p.plain);
+    json_side(j, "aging", p.aging);
     j.num("floor_ns_per_op", p.floor.median_ns);
     j.close('}');
   }
@@ -341,7 +356,7 @@ int run_sweep(const SweepConfig& config) {
   if (config.with_age) std::printf("ours timed through test_and_insert_with_age (--with-age)\n");
   if (config.one_at_a_time) std::printf("every side's calls timed one at a time, an LFENCE after each (--one-at-a-time)\n");
   std::printf("speedup = plain ns / ours ns; model = k(k+l)/(l ln 2) bits per element; floor = k_line_bloom.h at "
-              "ours' memory\n\n");
+              "ours' memory; aging = the aging_fingerprint filter on the same stream (b/key: whole memory per key)\n\n");
   print_header();
   const auto start = std::chrono::steady_clock::now();
   std::vector<Point> points;
@@ -359,7 +374,8 @@ int run_sweep(const SweepConfig& config) {
   if (!config.json.empty() && !write_json_file(config.json, to_json(points, config), "filter_bench")) return 2;
   for (const Point& p : points) {
     for (const double v : {p.ours.timing.median_ns, p.plain.timing.median_ns, p.ours.bits_per_element,
-                           p.plain.bits_per_element, p.ours.fpr, p.plain.fpr}) {
+                           p.plain.bits_per_element, p.ours.fpr, p.plain.fpr, p.aging.timing.median_ns,
+                           p.aging.bits_per_element, p.aging.fpr}) {
       if (!std::isfinite(v)) {
         std::fprintf(stderr, "filter_bench: a sweep figure is missing or not a number\n");
         return 1;

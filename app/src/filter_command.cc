@@ -217,6 +217,7 @@ std::string stats_json(const filters::FilterStats& s, const FilterCommandResult&
   json += ",\"l\":" + std::to_string(s.l);
   json += ",\"slices\":" + std::to_string(s.slices);
   json += ",\"bits\":" + std::to_string(s.bits);
+  json += ",\"memory_bytes\":" + std::to_string(s.memory_bytes);
   json += ",\"elements\":" + std::to_string(s.elements);
   json += ",\"bits_per_element\":" + json_number(s.bits_per_element);
   json += ",\"estimated_fpr\":" + json_number(s.estimated_fpr);

@@ -72,6 +72,7 @@ FilterStats AgePartitionedFilter::stats(TimePoint) const {
   }
   s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
   s.estimated_fpr = sliced_fpr(params_.k, fill);
+  s.memory_bytes = whole_memory_bytes(s, sizeof(*this));
   return s;
 }
 

@@ -186,6 +186,7 @@ FilterStats BloomFilter::stats(TimePoint /*now*/) const {
   s.target_fpr = geometry.error_rate;
   s.estimated_fpr = bits_->estimated_fpr();
   s.slice_stats = page_stats(words);
+  s.memory_bytes = whole_memory_bytes(s, sizeof(*this));
   return s;
 }
 

@@ -304,6 +304,7 @@ FilterStats ContinuousFilter::stats(TimePoint now) const {
   }
   const double fill = static_cast<double>(fresh_total) / static_cast<double>(cells_);
   detail::set_fill_estimates(stats, fill, cells_, probes_);
+  stats.memory_bytes = whole_memory_bytes(stats, sizeof(*this));
   return stats;
 }
 

@@ -9,6 +9,7 @@
 #include <xxh_x86dispatch.h>
 #endif
 
+#include <algorithm>
 #include <string>
 
 #include "bloomgate/filters/hash.h"
@@ -18,7 +19,10 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x52464742;  // "BGFR" read as little-endian
 
-bool known_type(std::uint8_t t) { return t >= 1 && t <= 6; }
+bool known_type(std::uint8_t t) {
+  return std::any_of(kFilterTypes.begin(), kFilterTypes.end(),
+                     [t](const FilterTypeInfo& info) { return static_cast<std::uint8_t>(info.type) == t; });
+}
 
 }  // namespace
 

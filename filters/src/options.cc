@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "age_partitioned_filter.h"
+#include "aging_fingerprint_filter.h"
 #include "bloom_filter.h"
 #include "continuous_filter.h"
 #include "scalable_bloom_filter.h"
@@ -50,6 +51,19 @@ void require_sliced_size(const FilterOptions& o) {
               std::to_string(sliced_level(o)) + ": " + std::to_string(p.k + p.l) +
               " slices), more than the " + format_bytes(static_cast<double>(kMaxSlicedCreationBits) / 8) +
               " a filter may take");
+}
+
+// The aging-fingerprint filter's first table: 16 bytes a bucket of four keys at most (27-bit fingerprints),
+// sized for expected_per_ttl x 8/7 at its size load, within the cap of the sliced filters.
+void require_aging_size(const FilterOptions& o) {
+  require(o.error_rate >= kMinAgingFingerprintErrorRate, "error_rate",
+          "below 1e-7 is not supported by aging_fingerprint (27-bit fingerprints at most), got " + shortest(o.error_rate));
+  const double bytes = static_cast<double>(o.expected_per_ttl) * 8 / 7 / kAgingTuning.size_load *
+                       (aging_fingerprint_bits(o.error_rate) + detail::kEpochCodeBits) / 8;
+  require(bytes <= static_cast<double>(kMaxSlicedCreationBits) / 8, "expected_per_ttl",
+          std::to_string(o.expected_per_ttl) + " keys need " + format_bytes(bytes) +
+              " of filter memory (aging_fingerprint, error_rate " + shortest(o.error_rate) + "), more than the " +
+              format_bytes(static_cast<double>(kMaxSlicedCreationBits) / 8) + " a filter may take");
 }
 
 }  // namespace
@@ -105,6 +119,7 @@ void validate(const FilterOptions& o) {
     require(o.max_slice_bits == 0 || o.max_slice_bits >= 64, "max_slice_bits", "must be at least 64");
   }
   require_sliced_size(o);
+  if (o.type == FilterType::kAgingFingerprint) require_aging_size(o);
 }
 
 std::unique_ptr<Filter> make_filter(const FilterOptions& options) {
@@ -116,6 +131,7 @@ std::unique_ptr<Filter> make_filter(const FilterOptions& options) {
     case FilterType::kScalable: return std::make_unique<ScalableBloomFilter>(options);
     case FilterType::kBloom: return std::make_unique<BloomFilter>(options);
     case FilterType::kSpectral: return std::make_unique<SpectralFilter>(options);
+    case FilterType::kAgingFingerprint: return std::make_unique<AgingFingerprintFilter>(options);
   }
   throw std::invalid_argument("unknown filter type " + std::to_string(static_cast<int>(options.type)));
 }

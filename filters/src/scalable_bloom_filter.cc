@@ -224,6 +224,7 @@ FilterStats ScalableBloomFilter::stats(TimePoint /*now*/) const {
   }
   s.estimated_fpr = 1.0 - all_negative;
   s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
+  s.memory_bytes = whole_memory_bytes(s, sizeof(*this));
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "age_partitioned_filter.h"
+#include "aging_fingerprint_filter.h"
 #include "bloom_filter.h"
 #include "continuous_filter.h"
 #include "scalable_bloom_filter.h"
@@ -69,6 +70,7 @@ std::unique_ptr<Filter> restore(std::string_view meta_record, const SliceViews& 
     case FilterType::kScalable: return ScalableBloomFilter::restore(meta, lookup);
     case FilterType::kBloom: return BloomFilter::restore(meta, lookup);
     case FilterType::kSpectral: return SpectralFilter::restore(meta, lookup);
+    case FilterType::kAgingFingerprint: return AgingFingerprintFilter::restore(meta, lookup);
   }
   throw FormatError(std::string("cannot restore a filter of type ") + filter_type_name(meta.type));
 }

@@ -434,6 +434,7 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
   s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
   s.estimated_fpr = sliced_fpr(params_.k, fill);
   if (oldest_valid_stamp != kUnstamped) s.effective_window = Duration{elapsed(now_ns, oldest_valid_stamp)};
+  s.memory_bytes = whole_memory_bytes(s, sizeof(*this));
   return s;
 }
 

@@ -103,12 +103,24 @@ TEST(FilterCommand, StatsAreOneJsonObject) {
   o.stats = true;
   const CommandOutput r = run("a\nb\na\n", o);
   EXPECT_EQ(r.err.rfind("{\"type\":\"time_limited\",\"k\":16,\"l\":140,\"slices\":156,", 0), 0U) << r.err;
-  for (const char* field : {"\"bits\":", "\"elements\":2,", "\"bits_per_element\":", "\"estimated_fpr\":",
-                            "\"forwarded\":2,", "\"duplicates\":1,"}) {
+  for (const char* field : {"\"bits\":", "\"memory_bytes\":", "\"elements\":2,", "\"bits_per_element\":",
+                            "\"estimated_fpr\":", "\"forwarded\":2,", "\"duplicates\":1,"}) {
     EXPECT_NE(r.err.find(field), std::string::npos) << field;
   }
   EXPECT_EQ(r.err.back(), '\n');
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+// The aging-fingerprint filter through the command: the type by its name, duplicates within the TTL dropped,
+// and its whole memory in the stats.
+TEST(FilterCommand, AgingFingerprintByName) {
+  FilterCommandOptions o = options_with(std::chrono::seconds(90), false);
+  o.filter.type = filters::FilterType::kAgingFingerprint;
+  o.stats = true;
+  const CommandOutput r = run("a\nb\na\nc\n", o);
+  EXPECT_EQ(r.out, "a\nb\nc\n");
+  EXPECT_EQ(r.err.rfind("{\"type\":\"aging_fingerprint\",", 0), 0U) << r.err;
+  EXPECT_EQ(r.err.find("\"memory_bytes\":0,"), std::string::npos) << r.err;
 }
 
 // A stream buffer whose device fails, as a full disk or a closed pipe does: the write or read call

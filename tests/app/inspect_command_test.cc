@@ -114,6 +114,31 @@ TEST(Inspect, ReportsEveryStoredPartitionWithTheFiguresOfItsFilter) {
   EXPECT_NE(text.find("filter           time_limited"), std::string::npos) << text;
 }
 
+// An aging-fingerprint filter's checkpoint: its type, its live fingerprints as elements and its FPR
+// estimated from the tables' occupancy, as the filter itself reports them.
+TEST(Inspect, ReadsAnAgingFingerprintFilter) {
+  const TemporaryDirectory dir("bloomgate-inspect-aging");
+  const std::string state = dir.path("state");
+  filters::FilterOptions options = filter_options();
+  options.type = filters::FilterType::kAgingFingerprint;
+  const auto filter = filters::make_filter(options);
+  for (int i = 0; i < 2'000; ++i) filter->test_and_insert("key-" + std::to_string(i), filters::from_epoch_millis(kFilterTimeMs));
+  PartitionCheckpoint checkpoint;
+  checkpoint.id = {"orders", 1};
+  checkpoint.filter_time_ns = kFilterTimeMs * 1'000'000;
+  StateStore::open(state)->write_checkpoint(checkpoint, filter->image(filters::ImageScope::kFull));
+  const filters::FilterStats expected = filter->stats(filters::from_epoch_millis(kFilterTimeMs));
+
+  const InspectReport report = inspect_state(state, now_ms());
+  ASSERT_EQ(report.partitions.size(), 1U);
+  ASSERT_TRUE(report.partitions[0].filter.has_value()) << report.partitions[0].error;
+  EXPECT_EQ(report.partitions[0].filter->type, filters::FilterType::kAgingFingerprint);
+  EXPECT_EQ(report.partitions[0].filter->elements, expected.elements);
+  EXPECT_DOUBLE_EQ(report.partitions[0].filter->estimated_fpr, expected.estimated_fpr);
+  EXPECT_GT(expected.estimated_fpr, 0.0);
+  EXPECT_NE(render_text(report).find("filter           aging_fingerprint"), std::string::npos) << render_text(report);
+}
+
 // After kill -9 the last checkpoints are only in RocksDB's WAL: a copy taken while the store is open
 // holds no table file, and the read-only open must replay the WAL to see them.
 TEST(Inspect, SeesCheckpointsThatAreOnlyInTheWal) {

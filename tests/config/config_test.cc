@@ -108,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "bloomgate.yaml:9:26: pipelines[0].filter.error_rate: must be greater than 0 and less than 1, found 1.5"},
         BadConfig{"unknown_filter_type", with_pipeline_line("    filter: {type: cuckoo}\n"),
                   "bloomgate.yaml:9:20: pipelines[0].filter.type: \"cuckoo\" is not one of: time_limited, age_partitioned, "
-                  "continuous, scalable, bloom, spectral"},
+                  "continuous, scalable, bloom, spectral, aging_fingerprint"},
         BadConfig{"level_too_big", with_pipeline_line("    filter: {level: 7}\n"),
                   "bloomgate.yaml:9:21: pipelines[0].filter.level: must be 0 to 6, found 7"},
         BadConfig{"deeply_nested", "kafka: " + std::string(5000, '[') + std::string(5000, ']') + "\n",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "age_partitioned_filter.h"
+#include "aging_fingerprint_filter.h"
 #include "bloom_filter.h"
 #include "continuous_filter.h"
 #include "bloomgate/filters/format.h"
@@ -297,6 +298,59 @@ FilterKind age_partitioned_kind() {
   return kind;
 }
 
+// Aging fingerprint: 12,000 keys 1 ms apart in a filter for 5,000 per 10 s TTL at 1e-3, so its first table
+// fills and a second one follows (two tables, the older retired). Offsets as in aging_fingerprint_records.cc.
+FilterKind aging_fingerprint_kind() {
+  constexpr std::size_t kVersionAt = 0, kErrorRateAt = 1, kTtlAt = 9, kExpectedAt = 17, kRefreshAt = 25,
+                        kSizeLoadAt = 26, kGrowLoadAt = 34, kMaxKicksAt = 42, kSeenAt = 46, kOriginAt = 47,
+                        kEpochAt = 63, kNextSerialAt = 135, kTableCountAt = 143, kBucketsAt = 155,
+                        kFingerprintBitsAt = 163, kRetiredAt = 164, kRetiredEpochAt = 165, kCursorAt = 173,
+                        kStashAt = 181;
+  FilterKind kind("aging_fingerprint", FilterType::kAgingFingerprint, 0.001, 5'000, &AgingFingerprintFilter::restore);
+  kind.feed = [](Filter& filter) {
+    for (int i = 0; i < 12'000; ++i) filter.test_and_insert(key_name(i), kStart + testing::milliseconds(i));
+  };
+  kind.impossible = [=](const Filter& filled) -> std::vector<ImpossibleMeta> {
+    EXPECT_EQ(dynamic_cast<const AgingFingerprintFilter&>(filled).tables(), 2U);
+    return {
+        {"layout version 2", {u8_at(kVersionAt, 2)}},
+        {"error rate 0", {f64_at(kErrorRateAt, 0.0)}},
+        {"error rate 1", {f64_at(kErrorRateAt, 1.0)}},
+        {"error rate NaN", {f64_at(kErrorRateAt, std::nan(""))}},
+        {"ttl 0", {i64_at(kTtlAt, 0)}},
+        {"negative ttl", {i64_at(kTtlAt, -1)}},
+        {"expected 0", {u64_at(kExpectedAt, 0)}},
+        {"refresh flag 2", {u8_at(kRefreshAt, 2)}},
+        {"size load 0", {f64_at(kSizeLoadAt, 0.0)}},
+        {"size load above grow load", {f64_at(kSizeLoadAt, 0.99)}},
+        {"grow load 1", {f64_at(kGrowLoadAt, 1.0)}},
+        {"huge max kicks", {u32_at(kMaxKicksAt, 0xffffffff)}},
+        {"seen flag 2", {u8_at(kSeenAt, 2)}},
+        {"unused filter with a clock", {u8_at(kSeenAt, 0)}},
+        {"origin after latest", {i64_at(kOriginAt, to_epoch_nanos(kStart) + 1'000'000'000'000)}},
+        {"epoch does not match time", {u64_at(kEpochAt, 1'000)}},
+        {"next serial 0", {u64_at(kNextSerialAt, 0)}},
+        {"no tables", {u32_at(kTableCountAt, 0)}},
+        {"more tables than it lists", {u32_at(kTableCountAt, 3)}},
+        {"25 tables", {u32_at(kTableCountAt, 25)}},
+        {"no buckets", {u64_at(kBucketsAt, 0)}},
+        {"buckets not the pages'", {u64_at(kBucketsAt, std::uint64_t{1} << 20)}},
+        {"huge bucket count", {u64_at(kBucketsAt, std::uint64_t{1} << 60)}},
+        {"fingerprint bits 3", {u8_at(kFingerprintBitsAt, 3)}},
+        {"fingerprint bits 28", {u8_at(kFingerprintBitsAt, 28)}},
+        {"older table not retired", {u8_at(kRetiredAt, 0)}},
+        {"retired flag 2", {u8_at(kRetiredAt, 2)}},
+        {"retired after the present", {u64_at(kRetiredEpochAt, 1'000)}},
+        {"cursor past the end", {u64_at(kCursorAt, std::uint64_t{1} << 40)}},
+        {"a stash longer than it lists", {u8_at(kStashAt, 9)}},
+    };
+  };
+  kind.set_padding = [](const Filter&, std::string& payload) {
+    payload[payload.size() - 1] = static_cast<char>(0x01);  // the table's last spare word
+  };
+  return kind;
+}
+
 class Corruption : public ::testing::TestWithParam<FilterKind (*)()> {
  protected:
   void SetUp() override {
@@ -409,14 +463,15 @@ std::string kind_name(const ::testing::TestParamInfo<FilterKind (*)()>& kind) { 
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Corruption,
                          ::testing::Values(&bloom_kind, &scalable_kind, &continuous_kind, &spectral_kind,
-                                           &time_limited_kind, &age_partitioned_kind),
+                                           &time_limited_kind, &age_partitioned_kind, &aging_fingerprint_kind),
                          kind_name);
 INSTANTIATE_TEST_SUITE_P(Kinds, OwnMetadata,
                          ::testing::Values(&bloom_kind, &scalable_kind, &continuous_kind, &spectral_kind,
-                                           &time_limited_kind, &age_partitioned_kind),
+                                           &time_limited_kind, &age_partitioned_kind, &aging_fingerprint_kind),
                          kind_name);
 INSTANTIATE_TEST_SUITE_P(Kinds, CountedBits, ::testing::Values(&bloom_kind, &scalable_kind), kind_name);
-INSTANTIATE_TEST_SUITE_P(Kinds, PaddingCells, ::testing::Values(&continuous_kind, &spectral_kind), kind_name);
+INSTANTIATE_TEST_SUITE_P(Kinds, PaddingCells,
+                         ::testing::Values(&continuous_kind, &spectral_kind, &aging_fingerprint_kind), kind_name);
 
 }  // namespace
 }  // namespace bloomgate::filters

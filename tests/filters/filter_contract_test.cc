@@ -41,7 +41,7 @@ TEST_P(FilterContract, ANewKeyIsAbsentThenPresent) {
   EXPECT_TRUE(filter->test_and_insert(std::string_view("k"), kStart + std::chrono::seconds(1)));
 }
 
-// Only the time-limited filter keeps timestamps to tell a duplicate's age by; the others say nothing
+// Only the time-limited and aging-fingerprint filters keep timestamps to tell a duplicate's age by; the others say nothing
 // rather than a made-up age. Otherwise the answers and the state are those of test_and_insert.
 TEST_P(FilterContract, WithAgeAnswersLikeTestAndInsert) {
   auto aged = make();
@@ -52,7 +52,7 @@ TEST_P(FilterContract, WithAgeAnswersLikeTestAndInsert) {
   for (int i = 1900; i < 2100; ++i) {
     const Sighting sighting = aged->test_and_insert_with_age(key_name(i), later);
     EXPECT_EQ(sighting.present, plain->test_and_insert(key_name(i), later)) << i;
-    const bool keeps_time = GetParam() == FilterType::kTimeLimited;
+    const bool keeps_time = GetParam() == FilterType::kTimeLimited || GetParam() == FilterType::kAgingFingerprint;
     EXPECT_EQ(sighting.age.has_value(), sighting.present && keeps_time) << i;
   }
   EXPECT_EQ(serialize(*aged), serialize(*plain));
@@ -154,7 +154,7 @@ TEST_P(FilterContract, ACheckpointRestoresFromItsRecords) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, FilterContract,
                          ::testing::Values(FilterType::kTimeLimited, FilterType::kAgePartitioned,
                                            FilterType::kContinuous, FilterType::kScalable, FilterType::kBloom,
-                                           FilterType::kSpectral),
+                                           FilterType::kSpectral, FilterType::kAgingFingerprint),
                          [](const auto& type_info) { return std::string(filter_type_name(type_info.param)); });
 
 }  // namespace

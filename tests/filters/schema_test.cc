@@ -229,5 +229,29 @@ TEST(Schema, SpectralRecurringMinimum) {
       });
 }
 
+// Aging fingerprint at 1e-1: one table of 128 buckets of 7-bit fingerprints (10-bit slots), three keys in it
+// (two written in epoch 8, one in epoch 9, code 1; the last call, in epoch 10, swept the region to 10); its
+// page is the region's stamp word, then the buckets' bits and the two spare words.
+TEST(Schema, AgingFingerprint) {
+  const auto meta = [](std::string_view payload) {
+    return Fields(payload).u8("layout").f64("error rate").i64("ttl").u64("expected").u8("refresh")
+        .f64("size load").f64("grow load").u32("max kicks").u8("seen").i64("origin").i64("latest").u64("epoch")
+        .u64("inserts 0").u64("inserts 1").u64("inserts 2").u64("inserts 3").u64("inserts 4").u64("inserts 5")
+        .u64("inserts 6").u64("inserts 7").u64("next serial").u32("tables").u64("serial").u64("buckets")
+        .u8("fingerprint bits").u8("retired").u64("retired epoch").u64("sweep cursor").u8("stash").str();
+  };
+  const auto page = [](std::string_view payload) { return Fields(payload).u64("stamp").bits("set").str(); };
+  expect_lines(described(tiny_image(tiny_options(FilterType::kAgingFingerprint)), meta, page),
+      {
+      "meta BGFR version=1 kind=1 type=7 seed=626c6f6f6d676174 id=0 length=182 checksum=xxh3",
+      "meta layout=1 error rate=0.1 ttl=10000000000 expected=3 refresh=0 size load=0.95 grow load=0.97 "
+        "max kicks=500 seen=1 origin=1700000000000000000 latest=1700000003000000000 epoch=10 inserts 0=2 "
+        "inserts 1=1 inserts 2=0 inserts 3=0 inserts 4=0 inserts 5=0 inserts 6=0 inserts 7=0 next serial=2 "
+        "tables=1 serial=1 buckets=128 fingerprint bits=7 retired=0 retired epoch=0 sweep cursor=0 stash=0",
+      "slice BGFR version=1 kind=2 type=7 seed=626c6f6f6d676174 id=4294967297 length=664 checksum=xxh3",
+      "slice stamp=10 set={680 684 685 688 689 1205 1209 4603 4607 4608}"
+      });
+}
+
 }  // namespace
 }  // namespace bloomgate::filters

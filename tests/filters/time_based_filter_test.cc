@@ -1,4 +1,4 @@
-// What the time-based filters (continuous, time-limited) promise alike. Against an exact TTL set: a key
+// What the time-based filters (continuous, time-limited, aging-fingerprint) promise alike. Against an exact TTL set: a key
 // recorded within the TTL is always reported present, at a steady rate, at random rates and through bursts
 // and long silences, with and without refresh_on_duplicate. Every stream uses a fixed seed (the filter
 // type's base plus the case's number), so a failure reproduces exactly. And any timestamp or key length is
@@ -71,7 +71,7 @@ TEST_P(TimeBasedFilter, QueriesDoNotChangeState) {
   EXPECT_EQ(serialize(*filter), before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, TimeBasedFilter, ::testing::Values(FilterType::kContinuous, FilterType::kTimeLimited),
+INSTANTIATE_TEST_SUITE_P(Types, TimeBasedFilter, ::testing::Values(FilterType::kContinuous, FilterType::kTimeLimited, FilterType::kAgingFingerprint),
                          [](const auto& param_info) { return std::string(filter_type_name(param_info.param)); });
 
 class NoFalseNegatives : public ::testing::TestWithParam<std::tuple<FilterType, bool>> {
@@ -79,7 +79,11 @@ class NoFalseNegatives : public ::testing::TestWithParam<std::tuple<FilterType, 
   FilterType type() const { return std::get<0>(GetParam()); }
   bool refresh() const { return std::get<1>(GetParam()); }
   std::uint64_t seed(std::uint64_t case_number) const {
-    return (type() == FilterType::kContinuous ? 110 : 10) + case_number;
+    switch (type()) {
+      case FilterType::kContinuous: return 110 + case_number;
+      case FilterType::kAgingFingerprint: return 210 + case_number;
+      default: return 10 + case_number;
+    }
   }
 
   std::unique_ptr<Filter> filter(double error_rate, std::uint64_t expected) const {
@@ -115,7 +119,7 @@ TEST_P(NoFalseNegatives, BurstsAndSilences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TimeBased, NoFalseNegatives,
-                         ::testing::Combine(::testing::Values(FilterType::kContinuous, FilterType::kTimeLimited),
+                         ::testing::Combine(::testing::Values(FilterType::kContinuous, FilterType::kTimeLimited, FilterType::kAgingFingerprint),
                                             ::testing::Bool()),
                          [](const auto& param_info) {
                            return std::string(filter_type_name(std::get<0>(param_info.param))) +

@@ -45,6 +45,10 @@ struct FilterStats {
   // Memory beside `bits` that holds no cell (the time-limited filter's line padding, column_segment.h):
   // the filter's memory is bits + padding_bits; bits per element count `bits`.
   std::uint64_t padding_bits = 0;
+  // Every byte the filter holds: its cells, their padding, the filter object, and what else it allocates
+  // that grows with it (the aging-fingerprint filter's stashes and page marks). whole_memory_bytes() below is
+  // the figure of the types whose only such memory is one mark per 64 KiB page (under 0.002%), left out.
+  std::uint64_t memory_bytes = 0;
   std::uint64_t elements = 0;  // distinct insertions the filter still holds within its window
   double bits_per_element = 0;
   double target_fpr = 0;
@@ -53,6 +57,11 @@ struct FilterStats {
   std::optional<Duration> effective_window;
   std::vector<SliceStats> slice_stats;  // in age order, newest first
 };
+
+// The memory_bytes of a filter object of `object_bytes` whose stats() has set bits and padding_bits.
+inline std::uint64_t whole_memory_bytes(const FilterStats& stats, std::uint64_t object_bytes) noexcept {
+  return (stats.bits + stats.padding_bits + 7) / 8 + object_bytes;
+}
 
 // What a checkpoint writes: the metadata record, the slice records that changed since the last
 // mark_persisted(), and the ids of slices that no longer belong to the filter and can be deleted.

@@ -21,6 +21,7 @@ enum class FilterType : std::uint8_t {
   kScalable = 4,
   kBloom = 5,
   kSpectral = 6,
+  kAgingFingerprint = 7,
 };
 
 struct FilterTypeInfo {
@@ -29,13 +30,14 @@ struct FilterTypeInfo {
 };
 
 // In the order the documentation lists them: the product's filter first.
-inline constexpr std::array<FilterTypeInfo, 6> kFilterTypes{{
+inline constexpr std::array<FilterTypeInfo, 7> kFilterTypes{{
     {FilterType::kTimeLimited, "time_limited"},
     {FilterType::kAgePartitioned, "age_partitioned"},
     {FilterType::kContinuous, "continuous"},
     {FilterType::kScalable, "scalable"},
     {FilterType::kBloom, "bloom"},
     {FilterType::kSpectral, "spectral"},
+    {FilterType::kAgingFingerprint, "aging_fingerprint"},
 }};
 
 // The (k, l) levels of the time-limited and age-partitioned filters (fpr.h): 0..kMaxTableLevel are the
@@ -44,6 +46,8 @@ inline constexpr std::uint32_t kMaxTableLevel = 5;
 inline constexpr std::uint32_t kMaxLevel = 6;
 // The smallest target false-positive rate any type accepts; every type also needs it below 1.
 inline constexpr double kMinErrorRate = 1e-12;
+// aging_fingerprint's: its longest fingerprints (27 bits) reach about 6e-8.
+inline constexpr double kMinAgingFingerprintErrorRate = 1e-7;
 
 constexpr const char* filter_type_name(FilterType type) noexcept {
   for (const FilterTypeInfo& info : kFilterTypes) {
