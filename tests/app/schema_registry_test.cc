@@ -2,16 +2,20 @@
 // packaged here: support/fake_schema_registry.h serves the registry's documented REST answers on loopback
 // (GET /schemas/ids/{id}, GET /subjects/{subject}/versions/{version}), and can go down and come back.
 // Records are real Avro (avro-c) and Protobuf (libprotobuf) with Confluent's framing, on the embedded broker.
+// The TLS tests serve the same answer over https from tls_schema_registry.py, with openssl's certificates.
 #include <gtest/gtest.h>
 
 #include <google/protobuf/reflection.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "../support/fake_schema_registry.h"
+#include "../support/http_client.h"
 #include "bloomgate/app/key_extractor.h"
+#include "bloomgate/app/service_metrics.h"
 #include "schema_test_support.h"
 #include "service_test_support.h"
 
@@ -93,6 +97,89 @@ TEST(SchemaRegistryClient, WhileTheRegistryIsDownTheIdStaysPendingAndIsAskedAgai
   registry.come_back();
   ASSERT_TRUE(answered(*catalog, 1, SchemaStatus::kReady));
   EXPECT_TRUE(catalog->registry_reachable());
+}
+
+// A registry over TLS: tests/app/tls_schema_registry.py (Python's ssl module, since no registry server is
+// packaged) with certificates openssl makes for 127.0.0.1, one for the server and one for a client. It runs
+// until this object is destroyed, and ends by itself after a minute if the test process dies.
+class TlsRegistry {
+ public:
+  TlsRegistry(const TempDir& dir, bool require_client_certificate) : dir_(dir) {
+    for (const char* name : {"server", "client"}) {
+      const std::string command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                                  "-addext subjectAltName=IP:127.0.0.1 -keyout " + dir.path(std::string(name) + ".key") +
+                                  " -out " + dir.path(std::string(name) + ".pem") + " 2>/dev/null";
+      if (std::system(command.c_str()) != 0) throw std::runtime_error("openssl failed: " + command);
+    }
+    std::ofstream(dir.path("order.avsc")) << kOrderAvro;
+    std::vector<std::string> args = {"/usr/bin/python3", BLOOMGATE_SOURCE_DIR "/tests/app/tls_schema_registry.py",
+                                     "--cert", dir.path("server.pem"), "--key", dir.path("server.key"),
+                                     "--schema-file", dir.path("order.avsc"), "--port-file", dir.path("port")};
+    if (require_client_certificate) args.insert(args.end(), {"--client-ca", dir.path("client.pem")});
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+      throw std::runtime_error("could not start tls_schema_registry.py");
+    }
+    if (!poll_until([&] { return std::filesystem::exists(dir.path("port")); }, kWaitLimit)) {
+      throw std::runtime_error("tls_schema_registry.py did not listen");
+    }
+  }
+  ~TlsRegistry() {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  TlsRegistry(const TlsRegistry&) = delete;
+  TlsRegistry& operator=(const TlsRegistry&) = delete;
+
+  config::SchemaRegistrySettings settings() const {
+    config::SchemaRegistrySettings settings;
+    std::string port;
+    std::ifstream(dir_.path("port")) >> port;
+    settings.url = "https://127.0.0.1:" + port;
+    settings.timeout = std::chrono::seconds(2);
+    return settings;
+  }
+  std::string path(const std::string& name) const { return dir_.path(name); }
+
+ private:
+  const TempDir& dir_;
+  pid_t pid_ = -1;
+};
+
+bool stays_unreachable(SchemaCatalog& catalog) {
+  catalog.lookup(1);
+  return poll_until([&] { return catalog.failed_requests() >= 2; }, kWaitLimit, 10ms) &&
+         catalog.lookup(1).status == SchemaStatus::kPending && !catalog.registry_reachable();
+}
+
+TEST(SchemaRegistryClient, AnHttpsRegistryIsVerifiedAgainstTheConfiguredCa) {
+  const TempDir dir;
+  const TlsRegistry registry(dir, false);
+  config::SchemaRegistrySettings verified = registry.settings();
+  verified.tls_ca_file = registry.path("server.pem");
+  const auto catalog = catalog_of(verified);
+  catalog->lookup(1);
+  ASSERT_TRUE(answered(*catalog, 1, SchemaStatus::kReady)) << catalog->failed_requests() << " failed requests";
+  const auto unverified = catalog_of(registry.settings());  // the system's CAs do not know this certificate
+  EXPECT_TRUE(stays_unreachable(*unverified));
+}
+
+TEST(SchemaRegistryClient, AClientCertificateIsPresentedWhenTheRegistryAsksForOne) {
+  const TempDir dir;
+  const TlsRegistry registry(dir, true);
+  config::SchemaRegistrySettings with_certificate = registry.settings();
+  with_certificate.tls_ca_file = registry.path("server.pem");
+  with_certificate.tls_cert_file = registry.path("client.pem");
+  with_certificate.tls_key_file = registry.path("client.key");
+  const auto catalog = catalog_of(with_certificate);
+  catalog->lookup(1);
+  ASSERT_TRUE(answered(*catalog, 1, SchemaStatus::kReady)) << catalog->failed_requests() << " failed requests";
+  config::SchemaRegistrySettings without = with_certificate;
+  without.tls_cert_file.clear();
+  without.tls_key_file.clear();
+  EXPECT_TRUE(stays_unreachable(*catalog_of(without)));
 }
 
 TEST(SchemaRegistryClient, ProtobufReferencesAreFetchedAndBuiltFirst) {
@@ -195,6 +282,15 @@ std::multiset<std::int64_t> forwarded_offsets(const TestBroker& broker, const st
   return out;
 }
 
+// The value of an unlabelled series in a scrape of /metrics; -1 when the scrape has none.
+double metric_value(std::uint16_t port, const std::string& name) {
+  std::istringstream lines(bloomgate::testing::http_request(port, "/metrics").body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(name + " ")) return std::stod(line.substr(name.size() + 1));
+  }
+  return -1;
+}
+
 TEST(SchemaRegistryService, RecordsWaitWhileTheRegistryIsDownAndNothingIsLostOrForwardedTwice) {
   TestBroker broker;
   create_topics(broker, {"down", "down-unique", "down-dead"}, 1);
@@ -207,11 +303,20 @@ TEST(SchemaRegistryService, RecordsWaitWhileTheRegistryIsDownAndNothingIsLostOrF
   const config::Config config = avro_service(broker, registry, "down");
   const auto catalog = catalog_of(config.schema_registry);
   ServiceThread service(config, broker, [&](ServiceOptions& options) { options.schemas = catalog; });
+  const ServiceEndpoints endpoints(service.service(), config, config.metrics.listen);
+  const std::string address = endpoints.address();
+  const auto port = static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
   // Held back, not dead-lettered, while the registry refuses connections (asked again after each backoff).
   ASSERT_TRUE(poll_until([&] { return catalog->failed_requests() >= 3; }, kWaitLimit));
   EXPECT_EQ(service.snapshot().consumed, 0U);
+  ASSERT_TRUE(poll_until([&] { return metric_value(port, "bloomgate_partitions_waiting_for_schema") == 1; }, kWaitLimit));
+  EXPECT_EQ(metric_value(port, "bloomgate_schema_registry_up"), 0);
+  EXPECT_TRUE(poll_until([&] { return metric_value(port, "bloomgate_schema_registry_failed_requests_total") >= 3; },
+                         kWaitLimit));
   registry.come_back();
   ASSERT_TRUE(service.wait_until_consumed(40)) << service.snapshot().consumed;
+  ASSERT_TRUE(poll_until([&] { return metric_value(port, "bloomgate_partitions_waiting_for_schema") == 0; }, kWaitLimit));
+  EXPECT_EQ(metric_value(port, "bloomgate_schema_registry_up"), 1);
   const std::optional<RunResult> result = service.stop();
   ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
   const std::multiset<std::int64_t> forwarded = forwarded_offsets(broker, "down-unique");
