@@ -1,7 +1,7 @@
 // The Avro key reader: the writer's schema as avro-c parsed it, walked over the datum's bytes. Every field is
 // read or skipped by its schema type (so the whole datum is checked, as a decoder would), and the key's field
-// is rendered where the walk meets it; nothing is allocated per record. avro-c's generic value decoder was
-// measured against it and costs more per record (docs/decisions/avro-field-reader.md).
+// is rendered where the walk meets it; nothing is allocated per record. Why not avro-c's generic value
+// decoder: docs/decisions/avro-field-reader.md.
 #include <avro.h>
 
 #include <cstring>

@@ -7,13 +7,13 @@
 // Avro: the writer's schema, as avro-c parsed it, is walked over the datum: every field read or skipped by
 // its type, so the whole datum is checked, and the pointer's names followed through nested records and
 // ["null", T] unions (the null branch is missing_field); nothing is allocated per record
-// (docs/decisions/avro-field-reader.md: avro-c's generic decoder, measured against it, costs more). A field
+// (docs/decisions/avro-field-reader.md says why not avro-c's generic decoder). A field
 // that is an array or map (or a record) is not_a_scalar. Bytes that do not decode, or that remain after
 // the datum, are malformed_avro.
 //
 // Protobuf: libprotobuf's descriptors turn the pointer's names into field numbers and wire types once per
 // (schema, message); each record is then scanned on the wire for those numbers, without building a
-// message (docs/decisions/protobuf-field-reader.md says why, with its measurement). The last occurrence of a
+// message (docs/decisions/avro-field-reader.md says why). The last occurrence of a
 // field wins, as in a parsed message. A repeated or map field, or a message, is not_a_scalar; an absent field
 // with presence (a message, `optional`, proto2) is missing_field, an absent proto3 scalar without presence
 // keys as its default (0, "", false, the first enum symbol), as libprotobuf reads it.

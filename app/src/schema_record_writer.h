@@ -32,8 +32,8 @@ class SchemaRecordWriter {
 };
 
 // The Protobuf message of a framed record (message indexes [0]) parsed by libprotobuf into a DynamicMessage
-// and one string field read by reflection: what reading a key through libprotobuf costs, measured against the
-// wire reader (docs/decisions/protobuf-field-reader.md).
+// and one string field read by reflection: service_bench's comparison for the wire reader
+// (docs/decisions/avro-field-reader.md).
 class ReflectionFieldReader {
  public:
   ReflectionFieldReader(const std::string& schema_text, const std::string& field);
