@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "bloomgate/config/config.h"
 #include "bloomgate/connectors/message.h"
 #include "bloomgate/connectors/state_store.h"
+#include "bloomgate/connectors/state_topic_records.h"
 #include "bloomgate/connectors/topic_partition.h"
 #include "fpr_probe.h"
 #include "partition_progress.h"
@@ -76,6 +78,10 @@ struct PartitionWorker {
   // Positions and reconciliation sets, changed only through its named transitions.
   PartitionProgress progress;
   FprProbe fpr_probe;
+  // With state.topic: the manifest of the state-topic checkpoint this partition's filter was restored from.
+  // The first checkpoint the partition writes to the state topic continues from it
+  // (StateTopicWriter::resume_from) and takes it; without one, that checkpoint is a full image.
+  std::optional<connectors::StateManifest> state_topic_baseline;
 };
 
 }  // namespace bloomgate::app

@@ -51,6 +51,15 @@ std::string read_topic(const Context& ctx, const YAML::Node& node, const std::st
   return topic;
 }
 
+// A replication factor: 1 to 32767 replicas, or -1 for the broker's default.replication.factor.
+int read_replication_factor(const Context& ctx, const YAML::Node& node, const std::string& key) {
+  const std::string text = detail::read_string(ctx, node, key);
+  if (text == "-1") return kBrokerDefaultReplication;
+  const std::uint64_t count = detail::read_count(ctx, node, key);
+  if (count < 1 || count > 32767) fail(ctx, node, key, "must be 1 to 32767 replicas, or -1 for the broker's default");
+  return static_cast<int>(count);
+}
+
 // host:port, the host possibly a bracketed IPv6 address.
 void check_listen_address(const Context& ctx, const YAML::Node& node, const std::string& key, const std::string& text) {
   const auto colon = text.rfind(':');
@@ -160,6 +169,10 @@ StateSettings read_state(const Context& ctx, MapReader& root) {
         if (out.dir.empty()) fail(ctx, node, "state.dir", "must not be empty");
         if (const YAML::Node n = state.take("checkpoint_interval")) {
           out.checkpoint_interval = read_positive_duration(ctx, n, "state.checkpoint_interval");
+        }
+        if (const YAML::Node n = state.take("topic")) out.topic = read_topic(ctx, n, "state.topic");
+        if (const YAML::Node n = state.take("topic_replication_factor")) {
+          out.topic_replication_factor = read_replication_factor(ctx, n, "state.topic_replication_factor");
         }
       });
 }

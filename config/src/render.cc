@@ -152,8 +152,12 @@ std::string render_effective(const Config& c) {
   }
   emit_kafka(out, c.kafka);
   out << YAML::Key << "state" << YAML::Value << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << Text{c.state.dir}
-      << YAML::Key << "checkpoint_interval" << YAML::Value << format_duration(c.state.checkpoint_interval)
-      << YAML::EndMap;
+      << YAML::Key << "checkpoint_interval" << YAML::Value << format_duration(c.state.checkpoint_interval);
+  if (!c.state.topic.empty()) {
+    out << YAML::Key << "topic" << YAML::Value << Text{c.state.topic} << YAML::Key << "topic_replication_factor"
+        << YAML::Value << c.state.topic_replication_factor;
+  }
+  out << YAML::EndMap;
   out << YAML::Key << "metrics" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
       << Text{c.metrics.listen} << YAML::EndMap;
   out << YAML::Key << "shutdown" << YAML::Value << YAML::BeginMap << YAML::Key << "grace_period" << YAML::Value

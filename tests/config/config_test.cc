@@ -147,6 +147,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"listen_not_ipv4", "kafka: {brokers: k:9092}\nmetrics: {listen: \"999.1.1.1:80\"}\n" + kMinimalPipelines,
                   "bloomgate.yaml:2:19: metrics.listen: \"999.1.1.1\" is not an IPv4 address: four numbers from 0 to 255, "
                   "like 127.0.0.1"},
+        BadConfig{"bad_state_topic", "state: {topic: \"state topic\"}\n" + kMinimal,
+                  "bloomgate.yaml:1:16: state.topic: \"state topic\" is not a valid topic name (1 to 249 of a-z A-Z 0-9 . _ -)"},
+        BadConfig{"zero_state_replicas", "state: {topic: s, topic_replication_factor: 0}\n" + kMinimal,
+                  "bloomgate.yaml:1:45: state.topic_replication_factor: must be 1 to 32767 replicas, or -1 for the "
+                  "broker's default"},
         BadConfig{"zero_grace_period", "shutdown: {grace_period: 0s}\n" + kMinimal,
                   "bloomgate.yaml:1:26: shutdown.grace_period: must be positive"},
         BadConfig{"embedded_partitions_zero", "kafka: {brokers: embedded, embedded_partitions: 0}\n" +
@@ -184,6 +189,18 @@ INSTANTIATE_TEST_SUITE_P(
                   "bloomgate.yaml:3:16: kafka.properties.transactional.id: is set by bloomgate: use kafka.guarantee: "
                   "exactly_once and kafka.instance_name"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(Config, AStateTopicIsOffUnlessNamedAndItsReplicasDefaultToTheBrokers) {
+  EXPECT_EQ(parse(kMinimal).state.topic, "");
+  const Config c = parse("state: {topic: bloomgate-state}\n" + kMinimal);
+  EXPECT_EQ(c.state.topic, "bloomgate-state");
+  EXPECT_EQ(c.state.topic_replication_factor, kBrokerDefaultReplication);
+  const Config three = parse("state: {topic: s, topic_replication_factor: 3}\n" + kMinimal);
+  EXPECT_EQ(three.state.topic_replication_factor, 3);
+  const std::string rendered = render_effective(three);
+  EXPECT_NE(rendered.find("topic_replication_factor: 3"), std::string::npos) << rendered;
+  EXPECT_EQ(render_effective(parse(rendered)), rendered);
+}
 
 TEST(Config, EveryFilterTypeTheFiltersKnowIsAccepted) {
   for (const filters::FilterTypeInfo& info : filters::kFilterTypes) {

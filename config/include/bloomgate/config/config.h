@@ -50,9 +50,17 @@ struct KafkaSettings {
   std::map<std::string, std::string> property_sources;  // key -> the ${...} reference it came from
 };
 
+// The sentinel of StateSettings::topic_replication_factor: the broker's default.replication.factor.
+inline constexpr int kBrokerDefaultReplication = -1;
+
 struct StateSettings {
   std::string dir = "./state";
   Duration checkpoint_interval = std::chrono::seconds(5);
+  // state.topic: a compacted Kafka topic that holds every partition's checkpoint as well (docs/state.md);
+  // empty: the checkpoints live in `dir` only. Created at start-up when missing, with
+  // topic_replication_factor replicas (kBrokerDefaultReplication: the broker's default).
+  std::string topic;
+  int topic_replication_factor = kBrokerDefaultReplication;
 };
 
 struct ShutdownSettings {
