@@ -49,12 +49,14 @@ CheckpointWriter::~CheckpointWriter() {
 }
 
 // The thread starts first: if it cannot (std::system_error), nothing was submitted and take() never waits.
-void CheckpointWriter::submit(connectors::StateStore& store, std::vector<connectors::PartitionImage>&& images) {
+void CheckpointWriter::submit(connectors::StateStore& store, std::vector<connectors::PartitionImage>&& images,
+                              PublishImages publish) {
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   {
     const std::lock_guard lock(mutex_);
     store_ = &store;
     images_ = std::move(images);
+    publish_ = std::move(publish);
     pending_ = true;
   }
   has_job_ = true;
@@ -82,10 +84,12 @@ void CheckpointWriter::run() {
     if (!pending_) return;
     Done outcome;
     outcome.images = std::move(images_);
+    const PublishImages publish = std::exchange(publish_, {});
     connectors::StateStore& store = *store_;
     lock.unlock();
     try {
       outcome.groups = write_in_groups(store, outcome.images, group_bytes_);
+      if (publish) outcome.published = publish(outcome.images);
     } catch (...) {
       outcome.fatal = std::current_exception();
     }

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "bloomgate/connectors/state_store.h"
+#include "state_topic_publisher.h"
 
 namespace bloomgate::app {
 
@@ -39,11 +41,16 @@ std::vector<GroupWrite> write_in_groups(connectors::StateStore& store,
                                         const std::vector<connectors::PartitionImage>& images,
                                         std::uint64_t group_bytes);
 
+// What a job does after the store write, on the writer's thread, with the same images: their publication
+// to the state topic (state_topic_publisher.h).
+using PublishImages = std::function<std::vector<StatePublication>(const std::vector<connectors::PartitionImage>&)>;
+
 class CheckpointWriter {
  public:
   struct Done {
     std::vector<connectors::PartitionImage> images;
     std::vector<GroupWrite> groups;
+    std::vector<StatePublication> published;  // one per image from the job's PublishImages; empty without one
     std::exception_ptr fatal;  // anything but a StateStoreError (std::bad_alloc): the service stops
   };
 
@@ -54,7 +61,8 @@ class CheckpointWriter {
 
   // Starts writing; requires no job submitted and not yet taken. `images` is moved from only once the
   // job is in (when the thread cannot start, std::system_error leaves it as it was).
-  void submit(connectors::StateStore& store, std::vector<connectors::PartitionImage>&& images);
+  void submit(connectors::StateStore& store, std::vector<connectors::PartitionImage>&& images,
+              PublishImages publish = {});
   bool busy() const noexcept { return has_job_; }
   bool finished() const;
   // Waits for the submitted job and hands back its outcome.
@@ -70,6 +78,7 @@ class CheckpointWriter {
   std::condition_variable done_;
   connectors::StateStore* store_ = nullptr;
   std::vector<connectors::PartitionImage> images_;
+  PublishImages publish_;
   bool pending_ = false;  // submitted, not yet picked up or still being written
   bool stop_ = false;
   Done outcome_;

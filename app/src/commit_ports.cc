@@ -1,6 +1,7 @@
 #include "commit_ports.h"
 
 #include "service_context.h"
+#include "state_topic_publisher.h"
 
 namespace bloomgate::app {
 namespace {
@@ -44,7 +45,12 @@ connectors::KafkaError KafkaCommitPorts::seek(const connectors::TopicPartitions&
 }
 
 CommitPorts KafkaCommitPorts::ports() {
-  return {*this, *this, records_, [this] { return std::make_unique<KafkaTransactions>(context_); }};
+  return {*this, *this, records_, [this] { return std::make_unique<KafkaTransactions>(context_); },
+          [this]() -> std::unique_ptr<StateTopicSink> {
+            if (context_.config.state.topic.empty()) return nullptr;
+            return std::make_unique<KafkaStateTopicSink>(context_);
+          },
+          context_.config.state.topic.empty() ? nullptr : &state_records_};
 }
 
 }  // namespace bloomgate::app

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "bloomgate/connectors/consumer.h"
 #include "bloomgate/connectors/kafka_error.h"
+#include "bloomgate/connectors/state_topic_records.h"
 #include "bloomgate/connectors/topic_partition.h"
 #include "output_transaction.h"
 
@@ -65,19 +67,45 @@ class Transactions {
   virtual TransactionResult abort(const connectors::KafkaError& why, Clock::time_point deadline) = 0;
 };
 
+// state.topic, at_least_once: the state topic's own idempotent producer (acks=all).
+class StateTopicSink {
+ public:
+  virtual ~StateTopicSink() = default;
+  // Produces `records` in order to partition `partition` of the state topic and waits until every one is
+  // acknowledged, at most `timeout`: no error only when all were.
+  [[nodiscard]] virtual connectors::KafkaError produce_acknowledged(
+      std::int32_t partition, const std::vector<connectors::StateTopicRecord>& records,
+      std::chrono::milliseconds timeout) = 0;
+};
+
+// state.topic, exactly_once: the state topic's records go through the loop's transactional producer into
+// the open transaction, counted in flight as the output's records are (OutputRouter).
+class TransactionalStateRecords {
+ public:
+  virtual ~TransactionalStateRecords() = default;
+  // False when it was not produced: the service failed, or the producer refused it and the protocol
+  // aborted the transaction (absorb_produce_error).
+  [[nodiscard]] virtual bool produce_state(std::int32_t partition, const connectors::StateTopicRecord& record) = 0;
+};
+
 struct CommitPorts {
   OutputQueue& output;
   InputPositions& input;
   ProducedRecords& records;
   // Called once the producer exists (the protocol's start()).
   std::function<std::unique_ptr<Transactions>()> make_transactions;
+  // at_least_once: called at start(); nullptr (or no function) when state.topic is not set.
+  std::function<std::unique_ptr<StateTopicSink>()> make_state_topic = {};
+  // exactly_once: nullptr when state.topic is not set.
+  TransactionalStateRecords* state_records = nullptr;
 };
 
 // The ports over one loop's clients (created after the protocol: each call reaches the client of the
 // moment) and its router.
 class KafkaCommitPorts final : public OutputQueue, public InputPositions {
  public:
-  KafkaCommitPorts(ServiceContext& context, ProducedRecords& records) : context_(context), records_(records) {}
+  KafkaCommitPorts(ServiceContext& context, ProducedRecords& records, TransactionalStateRecords& state_records)
+      : context_(context), records_(records), state_records_(state_records) {}
 
   connectors::KafkaError flush(std::chrono::milliseconds timeout) override;
   int in_flight() const override;
@@ -89,6 +117,7 @@ class KafkaCommitPorts final : public OutputQueue, public InputPositions {
  private:
   ServiceContext& context_;
   ProducedRecords& records_;
+  TransactionalStateRecords& state_records_;
 };
 
 }  // namespace bloomgate::app

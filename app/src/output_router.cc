@@ -188,6 +188,21 @@ bool OutputRouter::dead_letter_refused(const config::PipelineSettings& pipeline,
   return produce_cut(pipeline.dead_letter, parts, added, stage, timestamp_ms, epoch);
 }
 
+bool OutputRouter::produce_state(std::int32_t partition, const connectors::StateTopicRecord& record) {
+  connectors::OutgoingMessage out;
+  out.partition = partition;
+  out.key = record.key;
+  if (record.value) out.value = *record.value;
+  out.opaque = tag_of(epoch_, kWhole);
+  const std::string& topic = context_.config.state.topic;
+  const Sent sent = send(topic, out, nullptr);
+  if (sent == Sent::kTooLarge) {
+    context_.fail("producing to state topic " + topic + " failed: a checkpoint chunk is larger than the producer's "
+                  "message.max.bytes");
+  }
+  return sent == Sent::kSent;
+}
+
 OutputRouter::Sent OutputRouter::send(const std::string& topic, const connectors::OutgoingMessage& out,
                                       connectors::HeadersHandle* headers) {
   if (!events_.before_produce()) return Sent::kFailed;

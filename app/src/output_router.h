@@ -62,7 +62,7 @@ enum class Delivery {
   kNoDeadLetterTopic,  // an unkeyable event and no dead_letter topic: the service must stop before it
 };
 
-class OutputRouter final : public ProducedRecords {
+class OutputRouter final : public ProducedRecords, public TransactionalStateRecords {
  public:
   // A record refused as too large once more is cut to at most this many bytes.
   static constexpr std::size_t kFallbackRecordBytes = 64 * 1024;
@@ -86,6 +86,9 @@ class OutputRouter final : public ProducedRecords {
   // Where the partition's checkpoint says its output stands: no record forwarded for an input offset at
   // or after its next offset lies below it. -1 with by_key.
   std::int64_t output_offset(const PartitionWorker& worker) const override;
+
+  // exactly_once with state.topic: a record of the state topic, in the current epoch (the open transaction).
+  bool produce_state(std::int32_t partition, const connectors::StateTopicRecord& record) override;
 
   // Ends the current epoch and returns it: a capture taken now may be written once delivered_through(it).
   std::uint64_t seal_epoch() override;

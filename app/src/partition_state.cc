@@ -109,12 +109,25 @@ void PartitionState::drop_state(const connectors::PartitionId& id) {
 
 // ---- checkpoints --------------------------------------------------------------------------------------
 
-std::size_t PartitionState::write_states(const std::vector<PartitionWorker*>& workers) {
+std::size_t PartitionState::write_states(const std::vector<PartitionWorker*>& workers,
+                                         StateTopicPublisher* publisher, std::chrono::milliseconds publish_timeout) {
   notice_quarantines();
   std::vector<connectors::PartitionImage> images;
-  for (PartitionWorker* worker : workers) images.push_back(image_of(*worker));
+  for (PartitionWorker* worker : workers) {
+    if (publisher != nullptr) StateTopicPublisher::prepare(*worker);
+    images.push_back(image_of(*worker));
+  }
+  return write_images(workers, images, publisher, publish_timeout);
+}
+
+std::size_t PartitionState::write_images(const std::vector<PartitionWorker*>& workers,
+                                         const std::vector<connectors::PartitionImage>& images,
+                                         StateTopicPublisher* publisher, std::chrono::milliseconds publish_timeout) {
+  const std::vector<GroupWrite> groups = write_in_groups(store(), images, kGroupCommitBytes);
+  const std::vector<StatePublication> published =
+      publisher != nullptr ? publisher->publish(workers, images, publish_timeout) : std::vector<StatePublication>{};
   std::size_t failures = 0;
-  for (const GroupWrite& group : write_in_groups(store(), images, kGroupCommitBytes)) {
+  for (const GroupWrite& group : groups) {
     for (std::size_t i = group.begin; i < group.end; ++i) {
       if (group.error) {
         checkpoint_failed(*workers[i], images[i].checkpoint, *group.error);
@@ -122,7 +135,10 @@ std::size_t PartitionState::write_states(const std::vector<PartitionWorker*>& wo
         continue;
       }
       image_taken(*workers[i]);
-      checkpoint_written(*workers[i], images[i].checkpoint, group.written[i - group.begin], group.seconds);
+      if (!checkpoint_written(*workers[i], images[i].checkpoint, group.written[i - group.begin], group.seconds,
+                              published.empty() ? nullptr : &published[i])) {
+        ++failures;
+      }
     }
   }
   return failures;
@@ -161,13 +177,17 @@ void PartitionState::checkpoint_failed(PartitionWorker& worker, const connectors
                 error.what());
 }
 
-void PartitionState::checkpoint_written(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
-                                        const connectors::CheckpointWrite& written, double seconds) {
-  worker.progress.checkpoint_written(checkpoint.next_offset, checkpoint.output_offset);
+bool PartitionState::checkpoint_written(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
+                                        const connectors::CheckpointWrite& written, double seconds,
+                                        const StatePublication* published) {
   PartitionReport& report = *worker.report;
   ++report.checkpoints;
   report.checkpoint_bytes += written.bytes;
   report.last_checkpoint_seconds = seconds;
+  // Not acknowledged by the state topic: the partition stays at its previous checkpoint for commits.
+  if (published != nullptr && !StateTopicPublisher::account(worker, *published)) return false;
+  worker.progress.checkpoint_written(checkpoint.next_offset, checkpoint.output_offset);
+  return true;
 }
 
 // Each large filter whose checkpoint is the one just written, as it lies in memory, so that the next start

@@ -20,6 +20,7 @@
 #include "service_context.h"
 #include "state_directory.h"
 #include "startup_checks.h"
+#include "state_topic_publisher.h"
 
 namespace bloomgate::app {
 
@@ -87,7 +88,15 @@ class PartitionState {
   // and output offset) in one synced WriteBatch, one fdatasync for all, or several when their images add up
   // to more than kGroupCommitBytes. Returns how many were not written (logged and counted for each): the
   // caller commits nothing for those, and the next interval tries again with their changes unpersisted.
-  std::size_t write_states(const std::vector<PartitionWorker*>& workers);
+  // With a `publisher` (state.topic), each checkpoint is also produced to the state topic, each wait for its
+  // acknowledgement at most `publish_timeout`, and one it did not acknowledge is not written either.
+  std::size_t write_states(const std::vector<PartitionWorker*>& workers, StateTopicPublisher* publisher = nullptr,
+                           std::chrono::milliseconds publish_timeout = kCheckpointFlushTimeout);
+  // The same for images already taken (image_of), one per worker, which the state topic already has when
+  // there is no publisher (exactly_once: they were in the transaction).
+  std::size_t write_images(const std::vector<PartitionWorker*>& workers,
+                           const std::vector<connectors::PartitionImage>& images, StateTopicPublisher* publisher,
+                           std::chrono::milliseconds publish_timeout);
   // The partition's checkpoint now, and its filter's image since the last persisted one (whole when the
   // store does not hold it).
   connectors::PartitionImage image_of(PartitionWorker& worker) const;
@@ -97,9 +106,12 @@ class PartitionState {
   static void unpersisted(PartitionWorker& worker, const connectors::PartitionImage& image);
   static void checkpoint_failed(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
                                 const connectors::StateStoreError& error);
-  // After the store made `checkpoint` durable: its offset may be committed.
-  static void checkpoint_written(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
-                                 const connectors::CheckpointWrite& written, double seconds);
+  // After the store made `checkpoint` durable: its offset may be committed, unless `published` (with
+  // state.topic: what the state topic made of it) says the state topic did not acknowledge it. Returns
+  // whether it counts as written.
+  static bool checkpoint_written(PartitionWorker& worker, const connectors::PartitionCheckpoint& checkpoint,
+                                 const connectors::CheckpointWrite& written, double seconds,
+                                 const StatePublication* published = nullptr);
   // A clean stop's snapshots (docs/state.md, "Snapshots at a clean stop").
   void write_snapshots();
 

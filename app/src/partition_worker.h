@@ -82,6 +82,9 @@ struct PartitionWorker {
   // The first checkpoint the partition writes to the state topic continues from it
   // (StateTopicWriter::resume_from) and takes it; without one, that checkpoint is a full image.
   std::optional<connectors::StateManifest> state_topic_baseline;
+  // With state.topic: plans this partition's checkpoints as state-topic records (state_topic_publisher.h);
+  // made at the first checkpoint, and gone with the worker when the partition leaves.
+  std::optional<connectors::StateTopicWriter> state_topic_writer;
 };
 
 }  // namespace bloomgate::app

@@ -12,9 +12,19 @@ using connectors::TopicPartition;
 using connectors::TopicPartitions;
 
 PeriodicCheckpoints::PeriodicCheckpoints(ServiceContext& context, PartitionState& state, const CommitPorts& ports)
-    : context_(context), state_(state), output_(ports.output), input_(ports.input), records_(ports.records) {}
+    : context_(context),
+      state_(state),
+      output_(ports.output),
+      input_(ports.input),
+      records_(ports.records),
+      make_state_topic_(ports.make_state_topic) {}
 
-void PeriodicCheckpoints::start() { next_checkpoint_ = Clock::now() + context_.config.state.checkpoint_interval; }
+void PeriodicCheckpoints::start() {
+  if (make_state_topic_) {
+    if (std::unique_ptr<StateTopicSink> sink = make_state_topic_()) publisher_.emplace(std::move(sink));
+  }
+  next_checkpoint_ = Clock::now() + context_.config.state.checkpoint_interval;
+}
 
 void PeriodicCheckpoints::tick(Clock::time_point now) {
   if (now >= next_checkpoint_ && !pending_) {
@@ -39,7 +49,7 @@ CheckpointResult PeriodicCheckpoints::checkpoint_now(const std::vector<Partition
   for (PartitionWorker* worker : workers) {
     if (worker->progress.moved_since_checkpoint()) changed.push_back(worker);
   }
-  result.state_failures = state_.write_states(changed);
+  result.state_failures = state_.write_states(changed, publisher(), time_left(deadline));
   result.committed = commit_checkpointed(workers, mode);
   return result;
 }
@@ -90,6 +100,7 @@ void PeriodicCheckpoints::capture() {
   pending.epoch = records_.seal_epoch();
   for (PartitionWorker* worker : state_.all_workers()) {
     if (!worker->progress.moved_since_checkpoint()) continue;
+    if (publisher_) StateTopicPublisher::prepare(*worker);
     pending.images.push_back(state_.image_of(*worker));
     PartitionState::image_taken(*worker);
     pending.workers.push_back(worker);
@@ -107,7 +118,7 @@ void PeriodicCheckpoints::advance() {
   if (!pending_ || context_.failed()) return;
   if (!writer_.busy()) {
     if (!records_.delivered_through(pending_->epoch)) return;
-    writer_.submit(state_.store(), std::move(pending_->images));
+    submit_pending();
     return;
   }
   if (!writer_.finished()) return;
@@ -134,9 +145,21 @@ void PeriodicCheckpoints::settle(bool may_flush) {
       pending_.reset();
       return;
     }
-    writer_.submit(state_.store(), std::move(pending_->images));
+    submit_pending();
   }
   written_in_background(writer_.take());
+}
+
+// The capture to the writer's thread: the store write, then the state topic's, whose acknowledgements are
+// waited for there, off the polling thread.
+void PeriodicCheckpoints::submit_pending() {
+  PublishImages publish;
+  if (publisher_) {
+    publish = [publisher = &*publisher_, workers = pending_->workers](const std::vector<connectors::PartitionImage>& images) {
+      return publisher->publish(workers, images, kCheckpointFlushTimeout);
+    };
+  }
+  writer_.submit(state_.store(), std::move(pending_->images), std::move(publish));
 }
 
 void PeriodicCheckpoints::written_in_background(CheckpointWriter::Done done) {
@@ -160,7 +183,8 @@ void PeriodicCheckpoints::written_in_background(CheckpointWriter::Done done) {
         PartitionState::checkpoint_failed(worker, image.checkpoint, *group.error);
         PartitionState::unpersisted(worker, image);
       } else {
-        PartitionState::checkpoint_written(worker, image.checkpoint, group.written[i - group.begin], group.seconds);
+        PartitionState::checkpoint_written(worker, image.checkpoint, group.written[i - group.begin], group.seconds,
+                                           done.published.empty() ? nullptr : &done.published[i]);
       }
     }
   }

@@ -5,15 +5,20 @@
 // acknowledged, and its offset is committed only when its checkpoint is durable. The periodic checkpoint
 // is captured without a flush and written on the checkpoint writer's thread while consumption goes on
 // (docs/state.md, "Checkpoints off the polling thread"); revocation, a stop and a dead letter with nowhere
-// to go checkpoint synchronously.
+// to go checkpoint synchronously. With state.topic each checkpoint is also produced to the state topic, and
+// a partition's offset is committed only once the state topic acknowledged its checkpoint too
+// (state_topic_publisher.h).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "checkpoint_writer.h"
 #include "commit_protocol.h"
 #include "partition_state.h"
+#include "state_topic_publisher.h"
 
 namespace bloomgate::app {
 
@@ -39,6 +44,8 @@ class PeriodicCheckpoints final : public CommitProtocol {
   void capture();
   void advance();
   void written_in_background(CheckpointWriter::Done done);
+  StateTopicPublisher* publisher() { return publisher_ ? &*publisher_ : nullptr; }
+  void submit_pending();
 
   struct PendingCheckpoint {
     std::uint64_t epoch = 0;  // written once the records of this epoch and before are acknowledged
@@ -51,6 +58,8 @@ class PeriodicCheckpoints final : public CommitProtocol {
   OutputQueue& output_;
   InputPositions& input_;
   ProducedRecords& records_;
+  std::function<std::unique_ptr<StateTopicSink>()> make_state_topic_;
+  std::optional<StateTopicPublisher> publisher_;  // with state.topic, from start()
   Clock::time_point next_checkpoint_;
   std::optional<PendingCheckpoint> pending_;
   CheckpointWriter writer_{kGroupCommitBytes};  // must stop before the state store closes

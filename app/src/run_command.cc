@@ -35,6 +35,8 @@ std::unique_ptr<connectors::EmbeddedBroker> start_embedded_kafka(const config::C
       if (!topic->empty()) topics.insert(*topic);
     }
   }
+  // The state topic too: the embedded broker has no CreateTopics for the service's start-up check to use.
+  if (!config.state.topic.empty()) topics.insert(config.state.topic);
   for (const auto& topic : topics) {
     if (auto error = broker->create_topic(topic, static_cast<int>(config.kafka.embedded_partitions)); !error.ok()) {
       throw connectors::KafkaException(std::move(error));

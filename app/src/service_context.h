@@ -51,10 +51,13 @@ class ServiceContext {
 
   bool failed() const noexcept { return failure_.has_value(); }
   const std::optional<std::string>& failure() const noexcept { return failure_; }
-  // The first failure stops the loop; later ones are not logged again.
-  void fail(const std::string& why) noexcept {
+  int failure_exit_code() const noexcept { return failure_exit_code_; }
+  // The first failure stops the loop, with `exit_code` (kExitUsage: a start-up check the configuration does
+  // not pass); later ones are not logged again.
+  void fail(const std::string& why, int exit_code = kExitServiceFailed) noexcept {
     if (failure_) return;
     failure_ = why;
+    failure_exit_code_ = exit_code;
     spdlog::error("{}", why);
   }
 
@@ -69,6 +72,7 @@ class ServiceContext {
 
  private:
   std::optional<std::string> failure_;
+  int failure_exit_code_ = kExitServiceFailed;
 };
 
 // Milliseconds from now to `deadline`, never negative.

@@ -57,6 +57,8 @@ RunResult ServiceLoop::run() noexcept {
     start();
     loop();
     shut_down();
+  } catch (const StartupRefused& e) {
+    context_.fail(e.what(), kExitUsage);
   } catch (const std::exception& e) {
     context_.fail(e.what());
   }
@@ -73,13 +75,15 @@ RunResult ServiceLoop::fail_before_start(const std::string& why) noexcept {
 }
 
 RunResult ServiceLoop::result() const {
-  if (context_.failure()) return {kExitServiceFailed, *context_.failure()};
+  if (context_.failure()) return {context_.failure_exit_code(), *context_.failure()};
   return {};
 }
 
 void ServiceLoop::start() {
   context_.admin = std::make_unique<connectors::Admin>(client_config(context_, ClientRole::kAdmin), options_.hooks);
-  state_.add_inputs(check_topics(context_));
+  const std::vector<PartitionKey> inputs = check_topics(context_);
+  state_.add_inputs(inputs);
+  check_state_topic(context_, inputs);
   retention_.ask(*context_.admin, state_.pipelines());
   connectors::ProducerOptions producer_options;
   producer_options.hooks = options_.hooks;

@@ -65,7 +65,7 @@ class ServiceLoop final : private ProduceEvents, private StateEvents {
   OutputRouter router_{context_, *this};
   PartitionState state_;
   ServiceReporter reporter_{context_, state_};
-  KafkaCommitPorts ports_{context_, router_};
+  KafkaCommitPorts ports_{context_, router_, router_};
   std::unique_ptr<CommitProtocol> protocol_ = make_commit_protocol(context_, state_, ports_.ports());
   Assignment assignment_{context_, state_, *protocol_, reporter_};
   RetentionCheck retention_;

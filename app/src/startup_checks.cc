@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 namespace bloomgate::app {
 namespace {
@@ -62,20 +64,113 @@ std::vector<PartitionKey> check_topics(const ServiceContext& context) {
   return inputs;
 }
 
-void PendingTopicConfig::ask(const connectors::Admin& admin, const std::vector<std::string>& topics,
-                             const std::string& name) {
-  query_.emplace(admin.ask_topic_config(topics, name));
-  deadline_ = Clock::now() + kAnswerWait;
+namespace {
+
+int partitions_needed(const std::vector<PartitionKey>& inputs) {
+  int needed = 0;
+  for (const auto& [topic, partition] : inputs) needed = std::max(needed, partition + 1);
+  return needed;
 }
 
-std::optional<connectors::KafkaResult<std::map<std::string, std::int64_t>>> PendingTopicConfig::poll(
-    Clock::time_point now) {
+std::string describe_replication(int replication_factor) {
+  return replication_factor == config::kBrokerDefaultReplication ? "the broker's default replication factor"
+                                                                  : std::to_string(replication_factor) + " replica(s)";
+}
+
+// Creates the missing state topic; false when another member created it meanwhile (it is checked then).
+bool create_state_topic(const ServiceContext& context, int partitions) {
+  const config::StateSettings& state = context.config.state;
+  const KafkaError error = context.admin->create_topic(state.topic, partitions, state.topic_replication_factor,
+                                                       {{"cleanup.policy", "compact"}}, kMetadataTimeout);
+  if (error.code() == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) return false;
+  if (!error.ok()) {
+    throw StartupRefused("state topic " + state.topic + " does not exist and could not be created (" +
+                         error.message() + "); create it with cleanup.policy=compact and at least " +
+                         std::to_string(partitions) + " partitions");
+  }
+  spdlog::info("state topic {} created: cleanup.policy=compact, {} partitions, {}", state.topic, partitions,
+               describe_replication(state.topic_replication_factor));
+  return true;
+}
+
+// Its cleanup.policy, asked with a bounded wait: the embedded broker never answers DescribeConfigs, and a
+// broker that does not answer in time leaves the policy unverified (a warning), not the service stopped.
+void check_compacted(const ServiceContext& context) {
+  const std::string& topic = context.config.state.topic;
+  PendingTopicConfig policy;
+  policy.ask(*context.admin, {topic}, "cleanup.policy", kStateTopicPolicyWait);
+  for (;;) {
+    const auto answer = policy.poll_text(Clock::now());
+    if (!answer) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (!answer->ok()) {
+      spdlog::warn("state topic {}: its cleanup.policy could not be verified ({}); it must be compact, or the "
+                   "broker deletes checkpoints that a restore needs",
+                   topic, answer->error().message());
+      return;
+    }
+    const auto found = answer->value().find(topic);
+    const std::string value = found == answer->value().end() ? std::string() : found->second;
+    if (value.find("compact") == std::string::npos) {
+      throw StartupRefused("state topic " + topic + " has cleanup.policy=" + value +
+                           ", not compact: the broker would delete the checkpoints a restore reads; set "
+                           "cleanup.policy=compact on it (kafka-configs --alter --add-config cleanup.policy=compact)");
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+void check_state_topic(const ServiceContext& context, const std::vector<PartitionKey>& inputs) {
+  const std::string& topic = context.config.state.topic;
+  if (topic.empty()) return;
+  const int needed = partitions_needed(inputs);
+  auto count = context.admin->partition_count(topic, kMetadataTimeout);
+  if (!count.ok() && count.error().code() == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+    if (create_state_topic(context, needed)) return;
+    count = context.admin->partition_count(topic, kMetadataTimeout);
+  }
+  if (!count.ok()) {
+    throw StartupRefused("state topic " + topic + ": " + count.error().message() + " (brokers " +
+                         context.options.bootstrap_servers + ")");
+  }
+  if (count.value() < needed) {
+    throw StartupRefused("state topic " + topic + " has " + std::to_string(count.value()) +
+                         " partitions, fewer than the " + std::to_string(needed) +
+                         " of the largest input topic: each input partition's checkpoints go to the state partition "
+                         "of its number; add partitions to it");
+  }
+  check_compacted(context);
+}
+
+void PendingTopicConfig::ask(const connectors::Admin& admin, const std::vector<std::string>& topics,
+                             const std::string& name, std::chrono::milliseconds wait) {
+  query_.emplace(admin.ask_topic_config(topics, name));
+  deadline_ = Clock::now() + wait;
+}
+
+template <typename Values>
+std::optional<connectors::KafkaResult<Values>> PendingTopicConfig::poll_with(
+    Clock::time_point now, std::optional<connectors::KafkaResult<Values>> (connectors::TopicConfigQuery::*answer_of)()) {
   if (!query_) return std::nullopt;
-  auto answer = query_->poll();
+  auto answer = ((*query_).*answer_of)();
   if (!answer && now < deadline_) return std::nullopt;
   query_.reset();
   if (!answer) return KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, "no answer to DescribeConfigs");
   return answer;
+}
+
+std::optional<connectors::KafkaResult<std::map<std::string, std::int64_t>>> PendingTopicConfig::poll(
+    Clock::time_point now) {
+  return poll_with(now, &connectors::TopicConfigQuery::poll);
+}
+
+std::optional<connectors::KafkaResult<std::map<std::string, std::string>>> PendingTopicConfig::poll_text(
+    Clock::time_point now) {
+  return poll_with(now, &connectors::TopicConfigQuery::poll_text);
 }
 
 void RetentionCheck::ask(const connectors::Admin& admin, const PipelinesByTopic& pipelines) {

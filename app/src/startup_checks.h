@@ -1,13 +1,15 @@
 // File: startup_checks.h
 //
 // What the service checks and sets up before it consumes: the Kafka configuration of each client role,
-// the topics every pipeline names (they exist; with same_as_input the output has enough partitions), and
-// the input topics' retention against the TTL.
+// the topics every pipeline names (they exist; with same_as_input the output has enough partitions), the
+// state topic (state.topic: created when missing, else compacted with enough partitions), and the input
+// topics' retention against the TTL.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,17 +35,42 @@ connectors::KafkaConfig client_config(const ServiceContext& context, ClientRole 
 // so their reports (and metrics) exist from start-up. Throws std::runtime_error naming the topic.
 std::vector<PartitionKey> check_topics(const ServiceContext& context);
 
+// A start-up check that a configuration cannot pass until it (or the cluster) changes: the service stops
+// with exit 2 (kExitUsage) before it consumes, as for a bad configuration file.
+class StartupRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How long start-up waits for the state topic's cleanup.policy (DescribeConfigs) before it goes on without
+// it: the embedded broker never answers.
+inline constexpr std::chrono::seconds kStateTopicPolicyWait{3};
+
+// state.topic, when set (docs/state.md, "State topic"): the state topic needs a partition for each input
+// partition number (state_topic_partition), so as many partitions as the largest input topic (`inputs`,
+// check_topics' answer). A missing one is created compacted with that many partitions and
+// state.topic_replication_factor replicas; an existing one must be compacted and have that many. Throws
+// StartupRefused naming the topic and what is wrong.
+void check_state_topic(const ServiceContext& context, const std::vector<PartitionKey>& inputs);
+
 // A question about one config of some topics (DescribeConfigs), asked without waiting: the embedded broker
-// never answers it. The loop looks for the answer until kAnswerWait has passed.
+// never answers it. The caller looks for the answer until `wait` (kAnswerWait by default) has passed.
 class PendingTopicConfig {
  public:
   static constexpr std::chrono::seconds kAnswerWait{30};
 
-  void ask(const connectors::Admin& admin, const std::vector<std::string>& topics, const std::string& name);
-  // Once: the answer, or a _TIMED_OUT error when none came within kAnswerWait; nothing before, and after.
+  void ask(const connectors::Admin& admin, const std::vector<std::string>& topics, const std::string& name,
+           std::chrono::milliseconds wait = kAnswerWait);
+  // Once: the answer, or a _TIMED_OUT error when none came within the wait; nothing before, and after.
   std::optional<connectors::KafkaResult<std::map<std::string, std::int64_t>>> poll(Clock::time_point now);
+  // The same for a config that is text (cleanup.policy).
+  std::optional<connectors::KafkaResult<std::map<std::string, std::string>>> poll_text(Clock::time_point now);
 
  private:
+  template <typename Values>
+  std::optional<connectors::KafkaResult<Values>> poll_with(
+      Clock::time_point now, std::optional<connectors::KafkaResult<Values>> (connectors::TopicConfigQuery::*answer_of)());
+
   std::optional<connectors::TopicConfigQuery> query_;  // until answered or given up
   Clock::time_point deadline_;
 };

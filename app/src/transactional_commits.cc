@@ -105,9 +105,17 @@ CheckpointResult TransactionalCommits::commit(Clock::time_point deadline) {
                                      std::to_string(ports_.records.output_offset(*worker)), {}});
     committing.push_back(worker);
   }
+  std::vector<connectors::PartitionImage> images;
+  if (!stage_state_records(committing, images)) {
+    state_records_aborted(committing);
+    return context_.failed() ? CheckpointResult{false, 0} : CheckpointResult{false, 0, true, true};
+  }
   const bool was_open = transaction_->is_open();
   const TransactionResult result = transaction_->commit(offsets, deadline);
-  if (result.outcome == TransactionOutcome::kAborted) return rewound_after_abort();
+  if (result.outcome == TransactionOutcome::kAborted) {
+    state_records_aborted(committing);
+    return rewound_after_abort();
+  }
   if (result.outcome == TransactionOutcome::kFailed) {
     context_.fail("exactly_once: the transaction could not be committed (" + result.error.describe() +
                   "); a restart resumes at the last checkpoint and reconciles against the committed output");
@@ -118,7 +126,16 @@ CheckpointResult TransactionalCommits::commit(Clock::time_point deadline) {
   CheckpointResult checkpointed;
   for (PartitionWorker* worker : state_.all_workers()) worker->progress.transaction_committed();
   for (PartitionWorker* worker : committing) worker->report->committed_offset = worker->progress.committed_offset();
-  checkpointed.state_failures = state_.write_states(committing);
+  if (ports_.state_records != nullptr) {
+    for (std::size_t i = 0; i < committing.size(); ++i) StateTopicPublisher::account(*committing[i], staged_[i]);
+    for (auto& [partition, records] : staged_tombstones_) {
+      tombstones_[partition].insert(tombstones_[partition].end(), records.begin(), records.end());
+    }
+    staged_tombstones_.clear();
+    checkpointed.state_failures = state_.write_images(committing, images, nullptr, kCheckpointFlushTimeout);
+  } else {
+    checkpointed.state_failures = state_.write_states(committing);
+  }
   // The rewind after an abort restores filters from the store: a checkpoint behind the last commit would
   // replay committed events into the output again.
   if (checkpointed.state_failures != 0) {
@@ -128,6 +145,50 @@ CheckpointResult TransactionalCommits::commit(Clock::time_point deadline) {
     return {false, checkpointed.state_failures};
   }
   return checkpointed;
+}
+
+// state.topic: the tombstones of the checkpoints committed before, then the checkpoint of each committing
+// partition at this commit (`images`, for the store afterwards), produced into the open transaction. False
+// when a record was not produced (the service failed, or the transaction was aborted and rewound).
+bool TransactionalCommits::stage_state_records(const std::vector<PartitionWorker*>& committing,
+                                               std::vector<connectors::PartitionImage>& images) {
+  if (ports_.state_records == nullptr) return true;
+  for (const auto& [partition, records] : std::exchange(tombstones_, {})) {
+    for (const connectors::StateTopicRecord& record : records) {
+      if (!ports_.state_records->produce_state(partition, record)) return false;
+    }
+  }
+  staged_.clear();
+  staged_tombstones_.clear();
+  state_.notice_quarantines();
+  for (PartitionWorker* worker : committing) {
+    StateTopicPublisher::prepare(*worker);
+    images.push_back(state_.image_of(*worker));
+    const connectors::StateTopicPlan plan =
+        worker->state_topic_writer->plan(images.back().checkpoint, images.back().image, wall_clock_ms());
+    const std::int32_t partition = connectors::state_topic_partition(worker->id);
+    staged_.push_back({true, plan.bytes});
+    for (const connectors::StateTopicRecord& record : plan.records) {
+      if (!ports_.state_records->produce_state(partition, record)) return false;
+    }
+    auto& tombstones = staged_tombstones_[partition];
+    tombstones.insert(tombstones.end(), plan.tombstones_after_ack.begin(), plan.tombstones_after_ack.end());
+  }
+  return true;
+}
+
+// The transaction that held the committing partitions' checkpoints did not commit: their writers planned
+// manifests the state topic does not have, so each starts over with a full image.
+void TransactionalCommits::state_records_aborted(const std::vector<PartitionWorker*>& committing) {
+  if (ports_.state_records == nullptr) return;
+  for (PartitionWorker* worker : committing) {
+    if (worker->state_topic_writer && worker->state_topic_writer->has_baseline()) {
+      worker->state_topic_writer->reset();
+      ++worker->report->state_topic_produce_failures;
+    }
+  }
+  staged_.clear();
+  staged_tombstones_.clear();
 }
 
 // Aborts the open transaction, then rewinds every partition to the last commit. Stops the service when the

@@ -5,9 +5,12 @@
 // records and the input offsets, and each partition's state is written after the commit. An abortable error
 // aborts the transaction and rewinds every partition to its last commit (consumer position and filter,
 // restored from the store); a fatal one stops the service. Revocation commits the open transaction; a lost
-// partition aborts it.
+// partition aborts it. With state.topic each committing partition's checkpoint is produced to the state
+// topic inside the transaction, before its commit (as Kafka Streams writes its changelog under EOS), and
+// the tombstones of what a committed checkpoint replaced go into the next transaction.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -37,6 +40,9 @@ class TransactionalCommits final : public CommitProtocol {
 
  private:
   CheckpointResult commit(Clock::time_point deadline);
+  bool stage_state_records(const std::vector<PartitionWorker*>& committing,
+                           std::vector<connectors::PartitionImage>& images);
+  void state_records_aborted(const std::vector<PartitionWorker*>& committing);
   CheckpointResult abort_and_rewind(const connectors::KafkaError& why);
   CheckpointResult rewound_after_abort();
   void rewind_to_last_commit();
@@ -49,6 +55,11 @@ class TransactionalCommits final : public CommitProtocol {
   std::unique_ptr<Transactions> transaction_;               // made at start(), over the producer
   std::optional<connectors::KafkaError> transaction_doomed_;  // a delivery failed: the open transaction must abort
   bool discarding_aborted_ = false;                         // serving the purged records' reports after an abort
+  // state.topic: the tombstones of checkpoints committed, for the next transaction, by state partition.
+  std::map<std::int32_t, std::vector<connectors::StateTopicRecord>> tombstones_;
+  // state.topic: those of the checkpoints in the open transaction, and their bytes, until it commits.
+  std::map<std::int32_t, std::vector<connectors::StateTopicRecord>> staged_tombstones_;
+  std::vector<StatePublication> staged_;
 };
 
 }  // namespace bloomgate::app

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "bloomgate/app/temporary_directory.h"
@@ -119,6 +120,37 @@ struct FakeTransactions final : Transactions {
   bool open = false;
 };
 
+// The state topic: what each produce_acknowledged call was handed, by state partition, and how many offset
+// commits had been sent when it answered; it fails while told to.
+struct FakeStateTopic final : StateTopicSink {
+  struct Call {
+    std::int32_t partition = 0;
+    std::vector<connectors::StateTopicRecord> records;
+    std::size_t commits_before = 0;
+  };
+  KafkaError produce_acknowledged(std::int32_t partition, const std::vector<connectors::StateTopicRecord>& records,
+                                  std::chrono::milliseconds) override {
+    calls.push_back({partition, records, commits->size()});
+    return error;
+  }
+
+  const std::vector<TopicPartitions>* commits = nullptr;
+  KafkaError error;
+  std::vector<Call> calls;
+};
+
+// exactly_once: the state topic's records as the transactional producer was handed them, with how many
+// transactions had committed when each was produced.
+struct FakeStateRecords final : TransactionalStateRecords {
+  bool produce_state(std::int32_t partition, const connectors::StateTopicRecord& record) override {
+    produced.push_back({partition, {record}, log->committed_offsets.size()});
+    return true;
+  }
+
+  const TransactionLog* log = nullptr;
+  std::vector<FakeStateTopic::Call> produced;
+};
+
 struct NoQuarantine final : StateEvents {
   void before_quarantine() override {}
 };
@@ -141,14 +173,24 @@ config::Config config_for(config::Guarantee guarantee, const std::string& state_
 
 class CommitProtocolTest {
  public:
-  explicit CommitProtocolTest(config::Guarantee guarantee)
+  // With `state_topic`, the protocol's state topic is `state_topic_sink` (what it was handed, and its failures).
+  explicit CommitProtocolTest(config::Guarantee guarantee, bool state_topic = false)
       : config_(config_for(guarantee, dir_.path("state"))) {
     directory_.open();
     state_.add_inputs({{"orders", 0}, {"orders", 1}});
     output.on_flush = [this] { records.deliver_all(); };
-    protocol_ = make_commit_protocol(context_, state_, {output, input, records, [this] {
-                                                          return std::make_unique<FakeTransactions>(transactions);
-                                                        }});
+    auto owned_sink = std::make_unique<FakeStateTopic>();
+    owned_sink->commits = &input.commits;
+    state_topic_sink = owned_sink.get();
+    CommitPorts ports{output, input, records, [this] { return std::make_unique<FakeTransactions>(transactions); }};
+    state_records.log = &transactions;
+    if (state_topic) {
+      ports.make_state_topic = [sink = std::make_shared<std::unique_ptr<FakeStateTopic>>(std::move(owned_sink))] {
+        return std::unique_ptr<StateTopicSink>(std::move(*sink));
+      };
+      ports.state_records = &state_records;
+    }
+    protocol_ = make_commit_protocol(context_, state_, std::move(ports));
     protocol_->start();
   }
 
@@ -195,6 +237,8 @@ class CommitProtocolTest {
   FakeInput input;
   FakeRecords records;
   TransactionLog transactions;
+  FakeStateTopic* state_topic_sink = nullptr;  // owned by the protocol once it has a state topic
+  FakeStateRecords state_records;              // exactly_once's state topic
 
  private:
   TemporaryDirectory dir_{"commit-protocol"};
@@ -343,6 +387,107 @@ TEST(PeriodicCheckpoints, ALostPartitionDropsACaptureWithRecordsInFlight) {
   EXPECT_TRUE(t.input.commits.empty());
 }
 
+// ---- at_least_once with state.topic ----------------------------------------------------------------
+
+// What the state topic holds of partition `partition` after `calls`, read back as a restore would.
+std::variant<connectors::StateTopicCheckpoint, connectors::StateTopicGap> read_back(
+    const std::vector<FakeStateTopic::Call>& calls, std::int32_t partition) {
+  connectors::StateTopicAssembler assembler({"orders", partition});
+  for (const FakeStateTopic::Call& call : calls) {
+    if (call.partition != partition) continue;
+    for (const connectors::StateTopicRecord& record : call.records) {
+      assembler.add(record.key, record.value ? std::optional<std::string_view>(*record.value) : std::nullopt);
+    }
+  }
+  return assembler.finish();
+}
+
+// A synchronous checkpoint: the state topic acknowledges the checkpoint before its offset is committed, and
+// what it holds reads back as that checkpoint.
+TEST(PeriodicCheckpointsWithStateTopic, TheOffsetIsCommittedOnlyAfterTheStateTopicAcknowledgedItsCheckpoint) {
+  CommitProtocolTest t(config::Guarantee::kAtLeastOnce, /*state_topic=*/true);
+  PartitionWorker& worker = t.assign(1, 0);
+  ASSERT_NE(t.state_topic_sink, nullptr);
+  t.consume(worker, 0, "a");
+  t.consume(worker, 1, "b");
+  const CheckpointResult result = t.protocol().checkpoint_now({&worker}, CommitMode::kSync, Clock::now() + 1s);
+  EXPECT_TRUE(result.committed);
+  ASSERT_EQ(t.input.commits.size(), 1U);
+  EXPECT_EQ(offsets_of(t.input.commits[0]), (std::vector<std::int64_t>{2}));
+  ASSERT_FALSE(t.state_topic_sink->calls.empty());
+  EXPECT_EQ(t.state_topic_sink->calls[0].partition, 1);  // the input partition's number
+  EXPECT_EQ(t.state_topic_sink->calls[0].commits_before, 0U) << "committed before the state topic acknowledged";
+
+  const auto read = read_back(t.state_topic_sink->calls, 1);
+  ASSERT_TRUE(std::holds_alternative<connectors::StateTopicCheckpoint>(read)) << std::get<connectors::StateTopicGap>(read).reason;
+  EXPECT_EQ(std::get<connectors::StateTopicCheckpoint>(read).manifest.checkpoint.next_offset, 2);
+  EXPECT_GT(worker.report->state_topic_produced_bytes, 0U);
+  EXPECT_EQ(worker.report->state_topic_produce_failures, 0U);
+}
+
+// A checkpoint the state topic does not acknowledge is not committed, even though the store wrote it, and
+// the next one is a full image: every slice its manifest lists is written at its own epoch.
+TEST(PeriodicCheckpointsWithStateTopic, AFailedProduceCommitsNothingAndTheNextCheckpointIsAFullImage) {
+  CommitProtocolTest t(config::Guarantee::kAtLeastOnce, /*state_topic=*/true);
+  PartitionWorker& worker = t.assign(0, 0);
+  t.consume(worker, 0, "a");
+  ASSERT_TRUE(t.protocol().checkpoint_now({&worker}, CommitMode::kSync, Clock::now() + 1s).committed);
+  ASSERT_EQ(t.input.commits.size(), 1U);
+
+  t.consume(worker, 1, "b");
+  t.state_topic_sink->error = KafkaError(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, "scripted");
+  const CheckpointResult failed = t.protocol().checkpoint_now({&worker}, CommitMode::kSync, Clock::now() + 1s);
+  EXPECT_FALSE(t.context().failed()) << "a state-topic failure is not the service's";
+  EXPECT_EQ(failed.state_failures, 1U);
+  EXPECT_EQ(t.stored_offset(0), 2);  // the store has it: a restart on this directory resumes there
+  EXPECT_EQ(worker.progress.checkpointed_offset(), 1);
+  EXPECT_EQ(t.input.commits.size(), 1U) << "an offset committed without the state topic's acknowledgement";
+  EXPECT_EQ(worker.report->state_topic_produce_failures, 1U);
+
+  t.state_topic_sink->error = {};
+  t.consume(worker, 2, "c");
+  t.state_topic_sink->calls.clear();
+  ASSERT_TRUE(t.protocol().checkpoint_now({&worker}, CommitMode::kSync, Clock::now() + 1s).committed);
+  ASSERT_EQ(t.input.commits.size(), 2U);
+  EXPECT_EQ(offsets_of(t.input.commits[1]), (std::vector<std::int64_t>{3}));
+  const auto read = read_back(t.state_topic_sink->calls, 0);
+  ASSERT_TRUE(std::holds_alternative<connectors::StateTopicCheckpoint>(read)) << std::get<connectors::StateTopicGap>(read).reason;
+  const connectors::StateManifest& manifest = std::get<connectors::StateTopicCheckpoint>(read).manifest;
+  EXPECT_EQ(manifest.checkpoint.next_offset, 3);
+  std::size_t slices = 0;
+  for (const connectors::ManifestEntry& entry : manifest.entries) {
+    EXPECT_EQ(entry.epoch, manifest.epoch) << "a record of an earlier checkpoint in what follows a failure";
+    slices += entry.name.kind == 's' ? 1 : 0;
+  }
+  EXPECT_GT(slices, 0U);
+}
+
+// The periodic checkpoint produces on the writer's thread; a capture the state topic did not acknowledge is
+// written to the store but not committed.
+TEST(PeriodicCheckpointsWithStateTopic, ABackgroundCheckpointIsCommittedOnlyOnceAcknowledged) {
+  CommitProtocolTest t(config::Guarantee::kAtLeastOnce, /*state_topic=*/true);
+  PartitionWorker& worker = t.assign(0, 0);
+  t.consume(worker, 0, "a");
+  t.records.deliver_all();
+  t.state_topic_sink->error = KafkaError(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, "scripted");
+  t.interval_passed();                      // captured and handed to the writer
+  t.protocol().settle(/*may_flush=*/true);  // joins it
+  EXPECT_EQ(t.stored_offset(0), 1);
+  EXPECT_EQ(worker.progress.checkpointed_offset(), -1);
+  EXPECT_TRUE(t.input.commits.empty());
+  EXPECT_FALSE(worker.state_topic_writer->has_baseline()) << "the next checkpoint must be a full image";
+
+  t.state_topic_sink->error = {};  // the writer's thread is joined: no job reads it now
+  t.consume(worker, 1, "b");
+  t.records.deliver_all();
+  t.interval_passed();  // captured and handed to the writer
+  t.protocol().settle(/*may_flush=*/true);
+  EXPECT_EQ(worker.progress.checkpointed_offset(), 2);
+  t.interval_passed();  // nothing moved since: commits what was written
+  ASSERT_EQ(t.input.commits.size(), 1U);
+  EXPECT_EQ(offsets_of(t.input.commits[0]), (std::vector<std::int64_t>{2}));
+}
+
 // ---- exactly_once: transactional commits --------------------------------------------------------------
 
 // The transaction carries every partition's next offset and its output offset; the state is written
@@ -427,6 +572,57 @@ TEST(TransactionalCommits, ALostPartitionAbortsTheOpenTransaction) {
   ASSERT_EQ(t.input.seeks[0].size(), 1U);
   EXPECT_EQ(t.input.seeks[0][0].partition, 0);
   EXPECT_EQ(kept.progress.next_offset(), 1);
+}
+
+// exactly_once with state.topic: the checkpoint at the commit is produced inside the transaction, before
+// its commit, and reads back as the committed position.
+TEST(TransactionalCommitsWithStateTopic, TheCheckpointIsInTheTransactionThatCommitsItsOffsets) {
+  CommitProtocolTest t(config::Guarantee::kExactlyOnce, /*state_topic=*/true);
+  PartitionWorker& worker = t.assign(1, 0);
+  t.consume(worker, 0, "a");
+  t.consume(worker, 1, "b");
+  t.interval_passed();
+  ASSERT_EQ(t.transactions.committed_offsets.size(), 1U);
+  ASSERT_FALSE(t.state_records.produced.empty());
+  for (const FakeStateTopic::Call& call : t.state_records.produced) {
+    EXPECT_EQ(call.partition, 1);
+    EXPECT_EQ(call.commits_before, 0U) << "a state record produced after its transaction committed";
+  }
+  const auto read = read_back(t.state_records.produced, 1);
+  ASSERT_TRUE(std::holds_alternative<connectors::StateTopicCheckpoint>(read)) << std::get<connectors::StateTopicGap>(read).reason;
+  EXPECT_EQ(std::get<connectors::StateTopicCheckpoint>(read).manifest.checkpoint.next_offset,
+            worker.progress.committed_offset());
+  EXPECT_EQ(t.stored_offset(1), 2);
+  EXPECT_GT(worker.report->state_topic_produced_bytes, 0U);
+}
+
+// An aborted transaction takes its state records with it: the partition's next checkpoint is a full image,
+// and what a read_committed reader of the state topic sees reads back as the committed checkpoint.
+TEST(TransactionalCommitsWithStateTopic, AnAbortedTransactionMakesTheNextCheckpointAFullImage) {
+  CommitProtocolTest t(config::Guarantee::kExactlyOnce, /*state_topic=*/true);
+  PartitionWorker& worker = t.assign(0, 0);
+  t.consume(worker, 0, "a");
+  t.interval_passed();  // committed at 1
+  std::vector<FakeStateTopic::Call> committed = t.state_records.produced;
+  t.state_records.produced.clear();
+  t.consume(worker, 1, "b");
+  t.transactions.outcomes.push_back(TransactionOutcome::kAborted);
+  t.interval_passed();  // aborted: what it produced is not in the topic
+  EXPECT_FALSE(t.context().failed());
+  EXPECT_FALSE(worker.state_topic_writer->has_baseline());
+  t.state_records.produced.clear();
+
+  t.consume(worker, 1, "b");
+  t.interval_passed();  // committed at 2
+  ASSERT_EQ(t.transactions.committed_offsets.size(), 2U);
+  committed.insert(committed.end(), t.state_records.produced.begin(), t.state_records.produced.end());
+  const auto read = read_back(committed, 0);
+  ASSERT_TRUE(std::holds_alternative<connectors::StateTopicCheckpoint>(read)) << std::get<connectors::StateTopicGap>(read).reason;
+  const connectors::StateManifest& manifest = std::get<connectors::StateTopicCheckpoint>(read).manifest;
+  EXPECT_EQ(manifest.checkpoint.next_offset, 2);
+  for (const connectors::ManifestEntry& entry : manifest.entries) {
+    EXPECT_EQ(entry.epoch, manifest.epoch) << "a record of a checkpoint before the abort";
+  }
 }
 
 }  // namespace

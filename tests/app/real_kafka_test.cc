@@ -1,8 +1,8 @@
 // What only a real Apache Kafka broker can show (the `kafka` tier, test_broker.h): the real transaction
 // coordinator (aborts hidden from read_committed readers, fencing by transactional.id), the real group
 // coordinator (static membership), the time index (ListOffsets by time), retention that deletes records
-// and DescribeConfigs, and sizes beyond the embedded broker's ~5 MB a partition, and the crash loops of
-// issue 40. Each test says why it skips on the embedded broker; ThreeInstances and the SIGTERM test run on
+// and DescribeConfigs, and sizes beyond the embedded broker's ~5 MB a partition, the crash loops of
+// issue 40, and the state topic's start-up (CreateTopics, cleanup.policy). Each test says why it skips on the embedded broker; ThreeInstances and the SIGTERM test run on
 // both. Fixed seeds (kRealKafkaSeed + n); every wait is bounded. The only times asserted are promises of
 // the service's own, with margins: a restart after a crash loop owns its partitions within a session
 // timeout and a rebalance, and a SIGTERM ends the process within shutdown.grace_period.
@@ -443,6 +443,51 @@ TEST(RealKafka, RetentionShorterThanTheTtlIsWarnedAndARebuildSaysWhatItDeleted) 
   ASSERT_TRUE(marks.ok());
   output = static_cast<std::size_t>(marks.value().high);
   EXPECT_EQ(output, 4'000U) << "the repeats of the kept keys were forwarded again";
+}
+
+// ---- the state topic (state.topic) ---------------------------------------------------------------------
+
+// cleanup.policy of `topic`, as the broker describes it.
+std::string cleanup_policy(const TestBroker& broker, const std::string& topic) {
+  const connectors::Admin admin(client_config(broker));
+  connectors::TopicConfigQuery query = admin.ask_topic_config({topic}, "cleanup.policy");
+  std::optional<connectors::KafkaResult<std::map<std::string, std::string>>> answer;
+  if (!poll_until([&] { return answer.has_value(); }, kRequestTimeout, [&] { answer = query.poll_text(); })) return "";
+  return answer->ok() ? answer->value().at(topic) : answer->error().message();
+}
+
+// A service whose state topic is missing creates it compacted, with a partition per input partition and the
+// broker's default replication factor (-1 in CreateTopics), and writes its checkpoints there.
+TEST(RealKafka, AMissingStateTopicIsCreatedCompactedWithAPartitionPerInputPartition) {
+  SKIP_ON_EMBEDDED_BROKER("the embedded broker has no CreateTopics and answers no DescribeConfigs");
+  TestBroker broker;
+  create_topics(broker, {"orders", "orders-unique"}, 3);
+  produce_all(broker, "orders", repeating_stream(kRealKafkaSeed + 20, 600, kRepeatShare));
+  config::Config config = service_config(broker, "state-topic-created", {orders_pipeline()});
+  config.state.topic = "orders-state";
+  run_until_consumed(broker, config, 600);
+
+  EXPECT_EQ(partition_count(broker, "orders-state"), 3);
+  EXPECT_EQ(cleanup_policy(broker, "orders-state"), "compact");
+  EXPECT_GT(total(end_offsets(broker, "orders-state")), 0) << "no checkpoint was written to the state topic";
+}
+
+// An existing state topic that is not compacted: exit 2 naming it and its policy, before anything is consumed.
+TEST(RealKafka, AStateTopicThatIsNotCompactedStopsTheServiceWithExitTwoBeforeItConsumes) {
+  SKIP_ON_EMBEDDED_BROKER("the embedded broker answers no DescribeConfigs: the policy cannot be checked there");
+  TestBroker broker;
+  create_topics(broker, {"orders", "orders-unique"}, 2);
+  ASSERT_TRUE(create_topic_with_configs(broker, "orders-state", 2, {{"cleanup.policy", "delete"}}).ok());
+  produce_all(broker, "orders", repeating_stream(kRealKafkaSeed + 21, 100, kRepeatShare));
+  config::Config config = service_config(broker, "state-topic-deleting", {orders_pipeline()});
+  config.state.topic = "orders-state";
+  ServiceThread service(config, broker);
+  const std::optional<RunResult> result = service.wait_for_exit();
+  ASSERT_TRUE(result && result->exit_code == kExitUsage) << describe(result);
+  EXPECT_NE(result->error.find("state topic orders-state has cleanup.policy=delete"), std::string::npos) << result->error;
+  EXPECT_EQ(service.snapshot().consumed, 0U);
+  EXPECT_EQ(total(committed_offsets(broker, "state-topic-deleting", "orders")), 0);
+  EXPECT_EQ(output_records(broker), 0);
 }
 
 // ---- the demo at ten million events --------------------------------------------------------------------

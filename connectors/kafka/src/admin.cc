@@ -90,8 +90,8 @@ KafkaResult<std::int64_t> Admin::offset_for_time(const std::string& topic, std::
 
 namespace {
 
-// The config `name` of one described topic, as a number.
-KafkaResult<std::int64_t> config_of(const rd_kafka_ConfigResource_t* resource, const std::string& name) {
+// The config `name` of one described topic, as the broker wrote it.
+KafkaResult<std::string> config_of(const rd_kafka_ConfigResource_t* resource, const std::string& name) {
   const std::string what = name + " of " + rd_kafka_ConfigResource_name(resource);
   if (const auto code = rd_kafka_ConfigResource_error(resource); code != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return KafkaError(code, what);
@@ -102,7 +102,7 @@ KafkaResult<std::int64_t> config_of(const rd_kafka_ConfigResource_t* resource, c
     if (name != rd_kafka_ConfigEntry_name(configs[i])) continue;
     const char* value = rd_kafka_ConfigEntry_value(configs[i]);
     if (value == nullptr) break;
-    return static_cast<std::int64_t>(std::strtoll(value, nullptr, 10));
+    return std::string(value);
   }
   return KafkaError(RD_KAFKA_RESP_ERR__NOENT, what + ": not in the answer");
 }
@@ -122,7 +122,7 @@ TopicConfigQuery Admin::ask_topic_config(const std::vector<std::string>& topics,
   return TopicConfigQuery(std::move(queue), name);
 }
 
-std::optional<KafkaResult<std::map<std::string, std::int64_t>>> TopicConfigQuery::poll() {
+std::optional<KafkaResult<std::map<std::string, std::string>>> TopicConfigQuery::poll_text() {
   if (!queue_) return std::nullopt;
   const EventHandle event(rd_kafka_queue_poll(queue_.get(), 0));
   if (!event) return std::nullopt;
@@ -134,13 +134,24 @@ std::optional<KafkaResult<std::map<std::string, std::int64_t>>> TopicConfigQuery
   if (result == nullptr) return KafkaError(RD_KAFKA_RESP_ERR__BAD_MSG, "DescribeConfigs: an unexpected answer");
   std::size_t count = 0;
   const rd_kafka_ConfigResource_t** resources = rd_kafka_DescribeConfigs_result_resources(result, &count);
-  std::map<std::string, std::int64_t> values;
+  std::map<std::string, std::string> values;
   for (std::size_t i = 0; i < count; ++i) {
-    KafkaResult<std::int64_t> value = config_of(resources[i], name_);
+    KafkaResult<std::string> value = config_of(resources[i], name_);
     if (!value.ok()) return value.error();
     values[rd_kafka_ConfigResource_name(resources[i])] = value.value();
   }
   return values;
+}
+
+std::optional<KafkaResult<std::map<std::string, std::int64_t>>> TopicConfigQuery::poll() {
+  auto answer = poll_text();
+  if (!answer) return std::nullopt;
+  if (!answer->ok()) return answer->error();
+  std::map<std::string, std::int64_t> numbers;
+  for (const auto& [topic, value] : answer->value()) {
+    numbers[topic] = static_cast<std::int64_t>(std::strtoll(value.c_str(), nullptr, 10));
+  }
+  return numbers;
 }
 
 KafkaError Admin::create_topic(const std::string& name, int partitions, int replication_factor,

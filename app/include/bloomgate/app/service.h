@@ -151,6 +151,10 @@ struct DuplicateAgeHistogram : BucketCounts<9> {
           "Bytes of the checkpoints written (RocksDB WriteBatch sizes)")                                       \
   COUNTER(checkpoint_failures, "bloomgate_checkpoint_failures_total",                                          \
           "Checkpoints the state store refused (full disk, I/O error); the offset was not committed")          \
+  COUNTER(state_topic_produced_bytes, "bloomgate_state_topic_produced_bytes_total",                            \
+          "Bytes of checkpoint records (keys and values) produced to the state topic (state.topic)")           \
+  COUNTER(state_topic_produce_failures, "bloomgate_state_topic_produce_failures_total",                         \
+          "Checkpoints the state topic did not acknowledge; the offset was not committed")                     \
   COUNTER(reconciled, "bloomgate_reconciled_events_total",                                                     \
           "Replayed events not produced again: the output already held them (restore)")                        \
   COUNTER(state_corruptions, "bloomgate_state_corruptions_total",                                              \
@@ -166,7 +170,8 @@ struct PartitionReport {
   std::string topic;
   std::int32_t partition = 0;
   bool assigned = false;
-  // consumed, fpr_probes and fpr_probe_hits, checkpoints, checkpoint_bytes, checkpoint_failures, reconciled,
+  // consumed, fpr_probes and fpr_probe_hits, checkpoints, checkpoint_bytes, checkpoint_failures,
+  // state_topic_produced_bytes, state_topic_produce_failures, reconciled,
   // state_corruptions, restores_behind_commit, rebuilds, rebuild_events: their help above.
 #define BLOOMGATE_REPORT_FIELD(field, name, help) std::uint64_t field = 0;
   BLOOMGATE_PARTITION_COUNTERS(BLOOMGATE_REPORT_FIELD)
@@ -242,7 +247,7 @@ struct ServiceOptions {
 };
 
 struct RunResult {
-  int exit_code = 0;  // kExitOk, or kExitServiceFailed
+  int exit_code = 0;  // kExitOk, kExitServiceFailed, or kExitUsage (a start-up check the configuration fails)
   std::string error;  // why it failed; empty on success
 };
 

@@ -3,7 +3,8 @@
 // Cluster questions the service asks at start-up and on assignment: how many partitions a topic has, a
 // partition's low/high watermarks (the output tail to reconcile; "is this partition empty"), the offset
 // of a point in time, a topic's retention (rebuilding a filter from the input history) and its largest
-// record batch (max.message.bytes: what an output may be sent).
+// record batch (max.message.bytes: what an output may be sent), a topic's cleanup.policy (the state topic must
+// be compacted), and creating a topic (the state topic, when it is missing).
 // Uses its own lightweight client handle, which never auto-creates topics by asking about them.
 //
 // Ownership: owns its rd_kafka_t. Thread-safety: every method may be called from any thread.
@@ -32,11 +33,14 @@ struct Watermarks {
 [[nodiscard]] KafkaResult<int> fetch_partition_count(rd_kafka_t* handle, const std::string& topic,
                                                      std::chrono::milliseconds timeout);
 
-// An outstanding DescribeConfigs question about one numeric topic config. Destroying it abandons it.
+// An outstanding DescribeConfigs question about one topic config. Destroying it abandons it.
 class TopicConfigQuery {
  public:
   TopicConfigQuery(QueueHandle queue, std::string name) : queue_(std::move(queue)), name_(std::move(name)) {}
-  // Nothing while no answer has arrived; then, once, the config's value per topic, or the error.
+  // Nothing while no answer has arrived; then, once, the config's value per topic as the broker wrote it
+  // (cleanup.policy: "compact", "delete,compact"), or the error.
+  [[nodiscard]] std::optional<KafkaResult<std::map<std::string, std::string>>> poll_text();
+  // The same for a numeric config (retention.ms, max.message.bytes), each value read as a number.
   [[nodiscard]] std::optional<KafkaResult<std::map<std::string, std::int64_t>>> poll();
 
  private:
@@ -66,8 +70,8 @@ class Admin {
                                                           std::int64_t timestamp_ms,
                                                           std::chrono::milliseconds timeout) const;
 
-  // Asks a numeric config of the topics (DescribeConfigs: retention.ms, where -1 means unlimited;
-  // max.message.bytes) without waiting for the answer: the embedded broker never answers DescribeConfigs,
+  // Asks a config of the topics (DescribeConfigs: retention.ms, where -1 means unlimited;
+  // max.message.bytes; cleanup.policy) without waiting for the answer: the embedded broker never answers DescribeConfigs,
   // and start-up must not wait on it.
   [[nodiscard]] TopicConfigQuery ask_topic_config(const std::vector<std::string>& topics, const std::string& name) const;
 
