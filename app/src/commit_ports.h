@@ -6,6 +6,7 @@
 // (tests/app/commit_protocol_test.cc). The state store is the real one in both.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -72,10 +73,10 @@ class StateTopicSink {
  public:
   virtual ~StateTopicSink() = default;
   // Produces `records` in order to partition `partition` of the state topic and waits until every one is
-  // acknowledged, at most `timeout`: no error only when all were.
+  // acknowledged, at most `timeout`, and no longer once `abandoned` is set: no error only when all were.
   [[nodiscard]] virtual connectors::KafkaError produce_acknowledged(
       std::int32_t partition, const std::vector<connectors::StateTopicRecord>& records,
-      std::chrono::milliseconds timeout) = 0;
+      std::chrono::milliseconds timeout, const std::atomic<bool>& abandoned) = 0;
 };
 
 // state.topic, exactly_once: the state topic's records go through the loop's transactional producer into

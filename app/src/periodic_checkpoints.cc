@@ -147,7 +147,12 @@ void PeriodicCheckpoints::settle(bool may_flush) {
     }
     submit_pending();
   }
-  written_in_background(writer_.take());
+  // Lost partitions: the state topic's acknowledgements are not waited for (those checkpoints count as not
+  // written); the store write in hand is.
+  if (!may_flush && publisher_) publisher_->abandon_waits();
+  CheckpointWriter::Done done = writer_.take();
+  if (publisher_) publisher_->resume_waits();
+  written_in_background(std::move(done));
 }
 
 // The capture to the writer's thread: the store write, then the state topic's, whose acknowledgements are

@@ -2,12 +2,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "service_context.h"
 #include "startup_checks.h"
 
 namespace bloomgate::app {
+namespace {
+
+constexpr std::chrono::milliseconds kAbandonCheck{50};
+
+}  // namespace
 
 using connectors::KafkaError;
 
@@ -32,7 +38,7 @@ std::vector<StatePublication> StateTopicPublisher::publish(const std::vector<Par
     const connectors::StateTopicPlan plan = writer.plan(images[i].checkpoint, images[i].image, wall_clock_ms());
     const std::int32_t partition = connectors::state_topic_partition(worker.id);
     published[i].bytes = plan.bytes;
-    if (KafkaError error = sink_->produce_acknowledged(partition, plan.records, timeout); !error.ok()) {
+    if (KafkaError error = sink_->produce_acknowledged(partition, plan.records, timeout, abandoned_); !error.ok()) {
       writer.reset();  // its planned manifest is not the topic's: the next checkpoint writes a full image
       spdlog::warn("{}: the state topic did not acknowledge the checkpoint at input offset {} ({}); its offset is "
                    "not committed, and its next checkpoint writes the whole filter",
@@ -44,7 +50,7 @@ std::vector<StatePublication> StateTopicPublisher::publish(const std::vector<Par
     for (const connectors::StateTopicRecord& tombstone : plan.tombstones_after_ack) {
       published[i].bytes += tombstone.key.size();
     }
-    if (KafkaError error = sink_->produce_acknowledged(partition, plan.tombstones_after_ack, timeout); !error.ok()) {
+    if (KafkaError error = sink_->produce_acknowledged(partition, plan.tombstones_after_ack, timeout, abandoned_); !error.ok()) {
       spdlog::warn("{}: {} tombstone(s) of replaced checkpoint records were not acknowledged ({}); those records "
                    "stay in the state topic, unreferenced",
                    connectors::to_string(worker.id), plan.tombstones_after_ack.size(), error.message());
@@ -71,9 +77,11 @@ KafkaStateTopicSink::KafkaStateTopicSink(const ServiceContext& context) : topic_
   producer_ = std::make_unique<connectors::Producer>(kafka, std::move(options));
 }
 
+// The wait for acknowledgements, in slices of kAbandonCheck so that an abandon is seen soon.
 KafkaError KafkaStateTopicSink::produce_acknowledged(std::int32_t partition,
                                                      const std::vector<connectors::StateTopicRecord>& records,
-                                                     std::chrono::milliseconds timeout) {
+                                                     std::chrono::milliseconds timeout,
+                                                     const std::atomic<bool>& abandoned) {
   first_failure_ = {};
   for (const connectors::StateTopicRecord& record : records) {
     connectors::OutgoingMessage message;
@@ -86,8 +94,12 @@ KafkaError KafkaStateTopicSink::produce_acknowledged(std::int32_t partition,
       return error;
     }
   }
-  if (KafkaError error = producer_->flush(timeout); !error.ok()) return error;
-  return first_failure_;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    KafkaError error = producer_->flush(std::min(time_left(deadline), kAbandonCheck));
+    if (error.ok()) return first_failure_;
+    if (abandoned.load() || Clock::now() >= deadline) return error;
+  }
 }
 
 }  // namespace bloomgate::app

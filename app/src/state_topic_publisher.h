@@ -15,6 +15,7 @@
 // of the same workers is in flight (the loop settles the checkpoint in flight first).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -51,12 +52,19 @@ class StateTopicPublisher {
                                         const std::vector<connectors::PartitionImage>& images,
                                         std::chrono::milliseconds timeout);
 
+  // From another thread than publish()'s: the publish() in progress stops waiting for acknowledgements (what
+  // it has not seen acknowledged counts as not), so that a caller that may not wait on the brokers (lost
+  // partitions, inside the rebalance) can join it at once. Until resume_waits().
+  void abandon_waits() noexcept { abandoned_.store(true); }
+  void resume_waits() noexcept { abandoned_.store(false); }
+
   // On the loop's thread, with publish()'s answer for the worker: counts the bytes or the failure, and
   // says whether the checkpoint may count as written.
   static bool account(PartitionWorker& worker, const StatePublication& publication);
 
  private:
   std::unique_ptr<StateTopicSink> sink_;
+  std::atomic<bool> abandoned_{false};
 };
 
 // The state topic's producer of a service loop: its own client (kafka.properties and producer.* apply),
@@ -67,7 +75,8 @@ class KafkaStateTopicSink final : public StateTopicSink {
 
   connectors::KafkaError produce_acknowledged(std::int32_t partition,
                                               const std::vector<connectors::StateTopicRecord>& records,
-                                              std::chrono::milliseconds timeout) override;
+                                              std::chrono::milliseconds timeout,
+                                              const std::atomic<bool>& abandoned) override;
 
  private:
   std::string topic_;

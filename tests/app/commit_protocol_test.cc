@@ -129,7 +129,7 @@ struct FakeStateTopic final : StateTopicSink {
     std::size_t commits_before = 0;
   };
   KafkaError produce_acknowledged(std::int32_t partition, const std::vector<connectors::StateTopicRecord>& records,
-                                  std::chrono::milliseconds) override {
+                                  std::chrono::milliseconds, const std::atomic<bool>&) override {
     calls.push_back({partition, records, commits->size()});
     return error;
   }

@@ -48,9 +48,9 @@ std::variant<connectors::StateTopicCheckpoint, connectors::StateTopicGap> read_s
 }
 
 // After a run and a clean stop, each input partition's state partition reads back as the checkpoint at
-// the group's committed offset, with a filter that holds every key the service forwarded from it.
-void expect_state_topic_holds_the_committed_checkpoints(const TestBroker& broker, const std::string& group) {
-  const std::map<std::int32_t, std::int64_t> committed = committed_offsets(broker, group, "in");
+// its `committed` offset, with a filter that holds every key the service forwarded from it.
+void expect_state_topic_holds_the_committed_checkpoints(const TestBroker& broker,
+                                                        const std::map<std::int32_t, std::int64_t>& committed) {
   const std::vector<Record> forwarded = read_topic(broker, "out");
   const std::vector<Record> state = read_topic(broker, "state");
   ASSERT_FALSE(state.empty());
@@ -83,17 +83,26 @@ TEST(StateTopic, TheServicesCheckpointsReadBackAsTheCommittedOnes) {
   TestBroker broker;
   const config::Config config = state_topic_config(broker, "state-topic-written", kPartitions);
   run_until_consumed(broker, config, kEvents);
-  expect_state_topic_holds_the_committed_checkpoints(broker, "state-topic-written");
+  expect_state_topic_holds_the_committed_checkpoints(broker, committed_offsets(broker, "state-topic-written", "in"));
 }
 
-// exactly_once: the state records go into the transactions that commit the offsets they describe.
+// exactly_once: the state records go into the transactions that commit the offsets they describe. The
+// embedded broker stores no offsets sent to a transaction: the committed offsets are the service's own
+// (its last committed transaction's, in its snapshot).
 TEST(StateTopic, ExactlyOnceWritesTheCheckpointsInItsTransactions) {
   TestBroker broker;
   config::Config config = state_topic_config(broker, "state-topic-eos", kPartitions);
   config.kafka.guarantee = config::Guarantee::kExactlyOnce;
   config.kafka.instance_name = "state-topic-eos-member";
-  run_until_consumed(broker, config, kEvents);
-  expect_state_topic_holds_the_committed_checkpoints(broker, "state-topic-eos");
+  ServiceThread service(config, broker);
+  EXPECT_TRUE(service.wait_until_consumed(kEvents));
+  const std::optional<RunResult> result = service.stop();
+  ASSERT_TRUE(result && result->exit_code == 0) << describe(result);
+  std::map<std::int32_t, std::int64_t> committed;
+  for (const PartitionReport& partition : service.snapshot().partitions) {
+    if (partition.topic == "in") committed[partition.partition] = partition.committed_offset;
+  }
+  expect_state_topic_holds_the_committed_checkpoints(broker, committed);
 }
 
 TEST(StateTopic, TooFewPartitionsStopsTheServiceWithExitTwoBeforeItConsumes) {
