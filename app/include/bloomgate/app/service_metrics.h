@@ -18,6 +18,7 @@
 //     measured false-positive rate (service.h, PartitionReport), to set against the estimate
 //   durable state (docs/state.md), per partition: bloomgate_checkpoints_total, bloomgate_checkpoint_bytes_total,
 //     bloomgate_checkpoint_duration_seconds (gauge: the last checkpoint), bloomgate_checkpoint_failures_total,
+//     with state.topic bloomgate_state_topic_produced_bytes_total and bloomgate_state_topic_produce_failures_total,
 //     bloomgate_restored_partitions (1 when the assignment started from a checkpoint),
 //     bloomgate_reconciled_events_total, bloomgate_state_corruptions_total, bloomgate_restore_duration_seconds,
 //     bloomgate_restores_behind_commit_total (a checkpoint older than the group's committed offset);
