@@ -77,6 +77,8 @@ class StateTopicSink {
   [[nodiscard]] virtual connectors::KafkaError produce_acknowledged(
       std::int32_t partition, const std::vector<connectors::StateTopicRecord>& records,
       std::chrono::milliseconds timeout, const std::atomic<bool>& abandoned) = 0;
+  // The largest payload of one chunk its producer takes (state_chunk_bytes).
+  [[nodiscard]] virtual std::size_t chunk_bytes() const { return connectors::kDefaultStateChunkBytes; }
 };
 
 // state.topic, exactly_once: the state topic's records go through the loop's transactional producer into
@@ -87,6 +89,8 @@ class TransactionalStateRecords {
   // False when it was not produced: the service failed, or the producer refused it and the protocol
   // aborted the transaction (absorb_produce_error).
   [[nodiscard]] virtual bool produce_state(std::int32_t partition, const connectors::StateTopicRecord& record) = 0;
+  // The largest payload of one chunk the producer takes (state_chunk_bytes).
+  [[nodiscard]] virtual std::size_t chunk_bytes() const { return connectors::kDefaultStateChunkBytes; }
 };
 
 struct CommitPorts {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "commit_protocol.h"
+#include "state_topic_publisher.h"
 
 namespace bloomgate::app {
 
@@ -202,6 +203,8 @@ bool OutputRouter::produce_state(std::int32_t partition, const connectors::State
   }
   return sent == Sent::kSent;
 }
+
+std::size_t OutputRouter::chunk_bytes() const { return state_chunk_bytes(context_.producer->message_max_bytes()); }
 
 OutputRouter::Sent OutputRouter::send(const std::string& topic, const connectors::OutgoingMessage& out,
                                       connectors::HeadersHandle* headers) {

@@ -89,6 +89,7 @@ class OutputRouter final : public ProducedRecords, public TransactionalStateReco
 
   // exactly_once with state.topic: a record of the state topic, in the current epoch (the open transaction).
   bool produce_state(std::int32_t partition, const connectors::StateTopicRecord& record) override;
+  std::size_t chunk_bytes() const override;
 
   // Ends the current epoch and returns it: a capture taken now may be written once delivered_through(it).
   std::uint64_t seal_epoch() override;

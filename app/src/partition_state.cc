@@ -114,7 +114,7 @@ std::size_t PartitionState::write_states(const std::vector<PartitionWorker*>& wo
   notice_quarantines();
   std::vector<connectors::PartitionImage> images;
   for (PartitionWorker* worker : workers) {
-    if (publisher != nullptr) StateTopicPublisher::prepare(*worker);
+    if (publisher != nullptr) publisher->prepare(*worker);
     images.push_back(image_of(*worker));
   }
   return write_images(workers, images, publisher, publish_timeout);

@@ -100,7 +100,7 @@ void PeriodicCheckpoints::capture() {
   pending.epoch = records_.seal_epoch();
   for (PartitionWorker* worker : state_.all_workers()) {
     if (!worker->progress.moved_since_checkpoint()) continue;
-    if (publisher_) StateTopicPublisher::prepare(*worker);
+    if (publisher_) publisher_->prepare(*worker);
     pending.images.push_back(state_.image_of(*worker));
     PartitionState::image_taken(*worker);
     pending.workers.push_back(worker);

@@ -17,8 +17,15 @@ constexpr std::chrono::milliseconds kAbandonCheck{50};
 
 using connectors::KafkaError;
 
-void StateTopicPublisher::prepare(PartitionWorker& worker) {
-  if (!worker.state_topic_writer) worker.state_topic_writer.emplace(worker.id);
+std::size_t state_chunk_bytes(std::int64_t message_max_bytes) noexcept {
+  constexpr std::int64_t kFraming = 4096;  // the key (< 400 bytes), the chunk's 33, the batch's and record's
+  constexpr std::int64_t kSmallest = 1024;
+  const std::int64_t fits = std::max(message_max_bytes - kFraming, kSmallest);
+  return static_cast<std::size_t>(std::min<std::int64_t>(fits, connectors::kDefaultStateChunkBytes));
+}
+
+void StateTopicPublisher::prepare(PartitionWorker& worker, std::size_t chunk_bytes) {
+  if (!worker.state_topic_writer) worker.state_topic_writer.emplace(worker.id, chunk_bytes);
   connectors::StateTopicWriter& writer = *worker.state_topic_writer;
   if (writer.has_baseline()) return;
   if (worker.state_topic_baseline) {

@@ -30,6 +30,10 @@ namespace bloomgate::app {
 
 class ServiceContext;
 
+// The chunk size of a producer whose message.max.bytes is `message_max_bytes`: kDefaultStateChunkBytes,
+// or less when the producer takes less, leaving room for the key, the chunk's framing and the batch's.
+std::size_t state_chunk_bytes(std::int64_t message_max_bytes) noexcept;
+
 // What the state topic made of one partition's checkpoint.
 struct StatePublication {
   bool acknowledged = false;  // its chunks and manifest were acknowledged
@@ -43,7 +47,8 @@ class StateTopicPublisher {
   // Before the worker's image is taken. A writer without a baseline continues from the state-topic
   // manifest the filter was restored from, when there is one (taking it), or else asks for a full image:
   // an incremental first checkpoint would leave the unchanged slices out of the manifest.
-  static void prepare(PartitionWorker& worker);
+  static void prepare(PartitionWorker& worker, std::size_t chunk_bytes);
+  void prepare(PartitionWorker& worker) const { prepare(worker, sink_->chunk_bytes()); }
 
   // Plans and produces each image (of workers[i]) and waits for the acknowledgements; then its
   // tombstones. A checkpoint not acknowledged resets its writer, so the next one is a full image; a
@@ -77,6 +82,7 @@ class KafkaStateTopicSink final : public StateTopicSink {
                                               const std::vector<connectors::StateTopicRecord>& records,
                                               std::chrono::milliseconds timeout,
                                               const std::atomic<bool>& abandoned) override;
+  std::size_t chunk_bytes() const override { return state_chunk_bytes(producer_->message_max_bytes()); }
 
  private:
   std::string topic_;

@@ -162,7 +162,7 @@ bool TransactionalCommits::stage_state_records(const std::vector<PartitionWorker
   staged_tombstones_.clear();
   state_.notice_quarantines();
   for (PartitionWorker* worker : committing) {
-    StateTopicPublisher::prepare(*worker);
+    StateTopicPublisher::prepare(*worker, ports_.state_records->chunk_bytes());
     images.push_back(state_.image_of(*worker));
     const connectors::StateTopicPlan plan =
         worker->state_topic_writer->plan(images.back().checkpoint, images.back().image, wall_clock_ms());

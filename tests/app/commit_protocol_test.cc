@@ -488,6 +488,14 @@ TEST(PeriodicCheckpointsWithStateTopic, ABackgroundCheckpointIsCommittedOnlyOnce
   EXPECT_EQ(offsets_of(t.input.commits[0]), (std::vector<std::int64_t>{2}));
 }
 
+// A producer that takes less than the default chunk (producer.message.max.bytes) gets chunks that fit it,
+// with room for the key and the framing; never less than 1 KiB.
+TEST(StateChunkBytes, FitTheProducersMessageMaxBytes) {
+  EXPECT_EQ(state_chunk_bytes(1'000'000), connectors::kDefaultStateChunkBytes);  // librdkafka's default
+  EXPECT_EQ(state_chunk_bytes(100'000), 100'000U - 4096U);
+  EXPECT_EQ(state_chunk_bytes(2'000), 1024U);
+}
+
 // ---- exactly_once: transactional commits --------------------------------------------------------------
 
 // The transaction carries every partition's next offset and its output offset; the state is written
