@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iostream>
 #include <mutex>
 #include <sstream>
 
@@ -198,7 +199,12 @@ TEST(StateTopicRestore, AFreshStateDirectoryRestoresEveryPartitionFromTheStateTo
   EXPECT_EQ(restores(run, "state_topic"), kPartitions) << run.scrape;
   EXPECT_EQ(restores(run, "rebuild"), 0) << run.scrape;
   EXPECT_EQ(restores(run, "local"), 0) << run.scrape;
-  EXPECT_GT(sum_of_samples(run.scrape, "bloomgate_state_topic_read_bytes_total", "partition="), 0) << run.scrape;
+  const double bytes = sum_of_samples(run.scrape, "bloomgate_state_topic_read_bytes_total", "partition=");
+  const double seconds = sum_of_samples(run.scrape, "bloomgate_state_topic_read_seconds_total", "partition=");
+  EXPECT_GT(bytes, 0) << run.scrape;
+  EXPECT_GT(seconds, 0) << run.scrape;
+  std::cout << "read " << bytes << " bytes of the state topic in " << seconds << " s for " << kPartitions
+            << " partitions" << std::endl;
   EXPECT_EQ(sum_of(run.snapshot, &PartitionReport::rebuild_events), 0U) << "nothing was rebuilt from the input";
   EXPECT_EQ(occurrences(run.log, "restored from the state topic's checkpoint"), static_cast<std::size_t>(kPartitions))
       << run.log;
