@@ -8,13 +8,15 @@
 //   - a missing chunk, a truncated chunk, a corrupt byte or a damaged manifest of one partition: that
 //     partition falls back to the rebuild from the input (source="rebuild"), the log names the reason, and
 //     nothing is lost or forwarded twice;
-//   - a local checkpoint that is current wins (source="local") although the state topic holds one.
+//   - a local checkpoint that is current wins (source="local") although the state topic holds one; one
+//     behind the group's commit loses to the state topic's further checkpoint.
 // The state topic's contents are made by the test: the write side is another part of the service.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <mutex>
@@ -237,6 +239,34 @@ TEST(StateTopicRestore, ACurrentLocalCheckpointWinsOverTheStateTopic) {
   EXPECT_EQ(occurrences(run.log, "(source local)"), static_cast<std::size_t>(kPartitions)) << run.log;
   expect_exact_answer(compare_with_exact_answer(broker, "orders", "orders-unique"));
   EXPECT_EQ(noted_sources(config.state.dir), std::vector<std::string>(static_cast<std::size_t>(kPartitions), "local"));
+}
+
+// A local checkpoint behind the group's commit (a copy of the state directory from before the last run
+// elsewhere) is not current: the state topic's checkpoint, further ahead, wins, and the local one is
+// replaced by it, so the keys of the run the local directory missed are dropped as repeats.
+TEST(StateTopicRestore, ALocalCheckpointBehindTheCommitLosesToTheStateTopicsFurtherOne) {
+  SKIP_ON_REAL_KAFKA("the source decision, whatever the broker");
+  TestBroker broker;
+  const config::Config config = first_service(broker, "state-topic-behind");
+  const std::int64_t start = past_start_ms();
+  produce_all(broker, "orders", keyed_events(numbered_keys("before", 0, 200), start));
+  run_until_stopped(broker, config, 200);
+  const std::string behind = TestDirectories::instance().fresh("state");
+  std::filesystem::copy(config.state.dir, behind, std::filesystem::copy_options::recursive);
+  produce_all(broker, "orders", keyed_events(numbered_keys("early", 0, 300), start + 10'000));
+  run_until_stopped(broker, config, 300);  // the same directory: its checkpoints are now 300 records further
+  publish_checkpoints(broker, config.state.dir);
+
+  config::Config stale = config;
+  stale.state.dir = behind;
+  stale.state.topic = kStateTopic;
+  const SecondRun run = run_with_repeats(broker, stale, start);
+  EXPECT_EQ(restores(run, "state_topic"), kPartitions) << run.scrape;
+  EXPECT_EQ(restores(run, "local"), 0) << run.scrape;
+  EXPECT_EQ(run.snapshot.consumed, 300U) << "resumed at the state topic's checkpoint, not at the stale local one";
+  EXPECT_EQ(run.snapshot.duplicates, 150U) << "keys the local directory never saw are repeats all the same";
+  expect_exact_answer(compare_with_exact_answer(broker, "orders", "orders-unique"));
+  EXPECT_EQ(noted_sources(behind), std::vector<std::string>(static_cast<std::size_t>(kPartitions), "state_topic"));
 }
 
 // ---- damaged state-topic records: partition 0 falls back to the rebuild ----
