@@ -27,6 +27,7 @@
 #include "bloomgate/connectors/state_store.h"
 #include "bloomgate/connectors/state_topic_records.h"
 #include "state_test_support.h"
+#include "state_topic_restore.h"
 
 namespace bloomgate::app {
 namespace {
@@ -267,6 +268,29 @@ TEST(StateTopicRestore, ALocalCheckpointBehindTheCommitLosesToTheStateTopicsFurt
   EXPECT_EQ(run.snapshot.duplicates, 150U) << "keys the local directory never saw are repeats all the same";
   expect_exact_answer(compare_with_exact_answer(broker, "orders", "orders-unique"));
   EXPECT_EQ(noted_sources(behind), std::vector<std::string>(static_cast<std::size_t>(kPartitions), "state_topic"));
+}
+
+// Without a broker the read of the state topic ends, within its timeouts, as a gap naming what failed: the
+// caller falls back to the rebuild (which fails the same way, and says so) instead of waiting.
+TEST(StateTopicRestore, AReadWithoutABrokerEndsAsAGapWithinItsTimeouts) {
+  SKIP_ON_REAL_KAFKA("a broker that refuses connections, which only the embedded one can do");
+  TestBroker broker;
+  create_topics(broker, {kStateTopic}, kPartitions);
+  set_responsive(broker, false);
+  SideReaderOptions options;
+  options.config = client_config(broker);
+  options.group_id = "state-reader-test";
+  options.request_timeout = std::chrono::milliseconds(1'000);
+  options.idle_timeout = std::chrono::milliseconds(1'000);
+  const connectors::Admin admin(options.config);
+  // Bounded by the read's own timeouts (ctest's TIMEOUT is the backstop).
+  const std::optional<StateTopicRead> read = read_state_topic(kStateTopic, {"orders", 2}, admin, options);
+  const auto* gap = std::get_if<connectors::StateTopicGap>(&read->result);
+  ASSERT_NE(gap, nullptr) << "a checkpoint was read without a broker";
+  EXPECT_NE(gap->reason.find(kStateTopic + "/2"), std::string::npos) << gap->reason;
+  EXPECT_FALSE(read->held_nothing) << "a failed read is not an empty state topic";
+  EXPECT_EQ(read->bytes, 0U);
+  set_responsive(broker, true);
 }
 
 // ---- damaged state-topic records: partition 0 falls back to the rebuild ----
