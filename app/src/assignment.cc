@@ -8,6 +8,7 @@
 
 #include "bloomgate/filters/format.h"
 #include "startup_checks.h"
+#include "state_topic_restore.h"
 
 namespace bloomgate::app {
 
@@ -117,7 +118,12 @@ void Assignment::assign_partitions(TopicPartitions& partitions) {
     PartitionWorker& worker = *state_.find(PartitionKey(partition->topic, partition->partition));
     if (worker.progress.positioned()) starting.push_back(&worker);
   }
+  // Restored from the state topic: written to the local store too, so the next restart here is local.
+  for (PartitionWorker* worker : restored) {
+    if (worker->state_topic_baseline) starting.push_back(worker);
+  }
   state_.write_states(starting);
+  note_restores(state_.store(), restored, starting);
 }
 
 // In at_least_once a commit always follows its checkpoint, so a checkpoint behind the group's committed
@@ -202,6 +208,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
                                                                    PartitionReport& report) {
   const PartitionId id{key.first, key.second};
   const auto started = Clock::now();
+  report.last_restore_source.reset();
   std::optional<connectors::StoredPartition> stored;
   std::unique_ptr<filters::Filter> filter;
   connectors::RestoreReport restored_from;
@@ -238,6 +245,23 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
     state_.drop_state(id);
     stored.reset();
   }
+  std::optional<connectors::StateManifest> baseline;  // the state topic's checkpoint, when it is the source
+  const std::string& state_topic = context_.config.state.topic;
+  const std::optional<std::int64_t> local_next =
+      stored ? std::optional<std::int64_t>(stored->checkpoint.next_offset) : std::nullopt;
+  if (!state_topic.empty() &&
+      !(local_next && local_checkpoint_is_current(*local_next, group_committed_offset(*context_.consumer, id)))) {
+    auto from_topic =
+        restore_from_state_topic(state_topic, id, pipeline, *context_.admin, side_reader_options("state-reader"), report);
+    if (from_topic && input_holds(id, from_topic->checkpoint.next_offset) &&
+        pick_restore_source(local_next, from_topic->checkpoint.next_offset) == RestoreSource::kStateTopic) {
+      if (stored) state_.drop_state(id);  // behind: its records go, the state topic's are written whole
+      stored = connectors::StoredPartition{from_topic->checkpoint, {}};
+      filter = std::move(from_topic->filter);
+      restored_from = from_topic->loaded;
+      baseline = std::move(from_topic->manifest);
+    }
+  }
   std::unique_ptr<PartitionWorker> worker;
   if (stored) {
     const connectors::PartitionCheckpoint& checkpoint = stored->checkpoint;
@@ -247,14 +271,24 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
     worker->progress.restored(checkpoint.next_offset, checkpoint.output_offset);
     report.next_offset = checkpoint.next_offset;
     report.restored = true;
+    const RestoreSource source = baseline ? RestoreSource::kStateTopic : RestoreSource::kLocal;
+    ++report.restores_by_source[static_cast<std::size_t>(source)];
+    report.last_restore_source = source;
+    if (baseline) {
+      // The local store holds none of it yet: the first checkpoint (after reconciling) writes it whole.
+      worker->progress.needs_full_image();
+      worker->state_topic_baseline = std::move(baseline);
+    }
     if (!restored_from.snapshot_ignored.empty()) {
       spdlog::warn("{}: its snapshot was passed over ({}); the filter was restored from its slice records",
                    connectors::to_string(id), restored_from.snapshot_ignored);
     }
-    spdlog::info("{}: restored from the checkpoint of {} ms ago at input offset {} (output offset {}), from {}",
-                 connectors::to_string(id), std::max<std::int64_t>(wall_clock_ms() - checkpoint.written_at_ms, 0),
-                 checkpoint.next_offset, checkpoint.output_offset,
-                 restored_from.from_snapshot ? "the snapshot of a clean stop" : "its slice records");
+    spdlog::info("{}: restored from the {} of {} ms ago at input offset {} (output offset {}), from {} (source {})",
+                 connectors::to_string(id), worker->state_topic_baseline ? "state topic's checkpoint" : "checkpoint",
+                 std::max<std::int64_t>(wall_clock_ms() - checkpoint.written_at_ms, 0), checkpoint.next_offset,
+                 checkpoint.output_offset,
+                 restored_from.from_snapshot ? "the snapshot of a clean stop" : "its slice records",
+                 restore_source_name(source));
   } else {
     worker = std::make_unique<PartitionWorker>(pipeline, report, context_.options.schemas);
     worker->progress.needs_full_image();
@@ -318,7 +352,10 @@ void Assignment::rebuild(PartitionWorker& worker) {
                          worker.pipeline->time, wall_clock_now};
   const RebuildOptions options{side_reader_options("rebuilder")};
   report.rebuilding = true;
-  spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms)",
+  ++report.restores_by_source[static_cast<std::size_t>(RestoreSource::kRebuild)];
+  report.last_restore_source = RestoreSource::kRebuild;
+  spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms; "
+               "source rebuild)",
                connectors::to_string(worker.id), request.end_offset, request.ttl.count());
   const auto insert = [&](connectors::ConsumedMessage& message) {
     insert_waiting_for_schema(worker, message);

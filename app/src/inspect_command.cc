@@ -178,6 +178,11 @@ InspectReport inspect_state(const std::string& state_dir, std::int64_t now_ms) {
     InspectedPartition partition;
     partition.checkpoint = checkpoint;
     try {
+      partition.last_restore = store->read_restore_note(checkpoint.id);
+    } catch (const StateStoreError& e) {
+      partition.last_restore_error = e.what();  // the note only says where the state came from
+    }
+    try {
       const std::optional<connectors::StoredPartition> stored = store->read(checkpoint.id);
       if (!stored) throw StateStoreError(StateStoreError::Kind::kCorrupt, "the checkpoint vanished while reading");
       const std::unique_ptr<filters::Filter> filter = store->restore_filter(checkpoint.id, stored->filter_meta);
@@ -205,6 +210,12 @@ std::string render_text(const InspectReport& report) {
     out += "  checkpoint       " + utc_time(c.written_at_ms) + " (" + human_age(report.inspected_at_ms - c.written_at_ms) +
            " ago)\n";
     out += "  filter time      " + utc_time(c.filter_time_ns / 1'000'000) + "\n";
+    if (p.last_restore) {
+      out += "  last restore     from " + p.last_restore->source + " at " + utc_time(p.last_restore->restored_at_ms) +
+             " (" + human_age(report.inspected_at_ms - p.last_restore->restored_at_ms) + " ago)\n";
+    } else if (!p.last_restore_error.empty()) {
+      out += "  last restore     unknown: " + p.last_restore_error + "\n";
+    }
     if (!p.filter) {
       out += "  error            " + p.error + "\n";
       continue;
@@ -238,6 +249,13 @@ std::string render_json(const InspectReport& report) {
     out += ",\"checkpoint_time_ms\":" + std::to_string(c.written_at_ms);
     out += ",\"checkpoint_age_seconds\":" + number(static_cast<double>(report.inspected_at_ms - c.written_at_ms) / 1000.0);
     out += ",\"filter_time\":" + json_string(utc_time(c.filter_time_ns / 1'000'000));
+    if (p.last_restore) {
+      out += ",\"last_restore\":{\"source\":" + json_string(p.last_restore->source) +
+             ",\"time\":" + json_string(utc_time(p.last_restore->restored_at_ms)) +
+             ",\"time_ms\":" + std::to_string(p.last_restore->restored_at_ms) + "}";
+    } else if (!p.last_restore_error.empty()) {
+      out += ",\"last_restore\":{\"error\":" + json_string(p.last_restore_error) + "}";
+    }
     if (!p.filter) {
       out += ",\"error\":" + json_string(p.error) + "}";
       continue;

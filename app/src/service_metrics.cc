@@ -144,7 +144,12 @@ struct ServiceMetrics::Families {
         registry_failures(family(prometheus::BuildCounter(), r, "bloomgate_schema_registry_failed_requests_total",
             "Schema registry requests that got no answer (refused, timed out, 5xx); retried with backoff").Add({})),
         registry_up(family(prometheus::BuildGauge(), r, "bloomgate_schema_registry_up",
-            "0 from a failed schema registry request until one succeeds").Add({})) {
+            "0 from a failed schema registry request until one succeeds").Add({})),
+        restores(family(prometheus::BuildCounter(), r, "bloomgate_restores_total",
+            "Restores of the partition's filter when it was assigned, by where its state came from: local, "
+            "state_topic, rebuild")),
+        state_topic_read_seconds(family(prometheus::BuildCounter(), r, "bloomgate_state_topic_read_seconds_total",
+            "Seconds spent reading the state topic to restore the partition")) {
     for (const PartitionCounter& c : kPartitionCounters) {
       counters.push_back(&family(prometheus::BuildCounter(), r, c.name, c.help));
     }
@@ -165,6 +170,8 @@ struct ServiceMetrics::Families {
   Gauge& waiting_for_schema;
   Counter& registry_failures;
   Gauge& registry_up;
+  prometheus::Family<Counter>& restores;
+  prometheus::Family<Counter>& state_topic_read_seconds;
 };
 
 struct ServiceMetrics::PartitionSeries {
@@ -172,12 +179,17 @@ struct ServiceMetrics::PartitionSeries {
       : forwarded(f.events.Add(with(labels, "outcome", "forwarded"))),
         duplicates(f.events.Add(with(labels, "outcome", "duplicate"))),
         dead_lettered(f.events.Add(with(labels, "outcome", "dead_letter"))),
-        duplicate_age(f.duplicate_age.Add(labels, age_bounds(ttl_seconds))) {
+        duplicate_age(f.duplicate_age.Add(labels, age_bounds(ttl_seconds))),
+        state_topic_read_seconds(f.state_topic_read_seconds.Add(labels)) {
     for (prometheus::Family<Counter>* family : f.counters) counters.push_back(&family->Add(labels));
     for (prometheus::Family<Gauge>* family : f.gauges) gauges.push_back(&family->Add(labels));
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) {
       const auto reason = reason_name(static_cast<RejectionReason>(i));
       by_reason[i] = &f.dead_letters.Add(with(labels, "reason", std::string(reason)));
+    }
+    for (std::size_t i = 0; i < kRestoreSourceCount; ++i) {
+      const auto source = restore_source_name(static_cast<RestoreSource>(i));
+      restores[i] = &f.restores.Add(with(labels, "source", std::string(source)));
     }
   }
 
@@ -200,6 +212,10 @@ struct ServiceMetrics::PartitionSeries {
     advance(dead_lettered, p.counters.dead_lettered);
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) advance(*by_reason[i], p.dead_letters_by_reason[i]);
     publish_increments(duplicate_age, p.duplicate_ages, published_ages);
+    for (std::size_t i = 0; i < kRestoreSourceCount; ++i) advance(*restores[i], p.restores_by_source[i]);
+    if (const double delta = p.state_topic_read_seconds - state_topic_read_seconds.Value(); delta > 0) {
+      state_topic_read_seconds.Increment(delta);
+    }
   }
 
   std::vector<Counter*> counters;  // in kPartitionCounters' order
@@ -210,6 +226,8 @@ struct ServiceMetrics::PartitionSeries {
   std::array<Counter*, kRejectionReasonCount> by_reason{};
   prometheus::Histogram& duplicate_age;
   DuplicateAgeHistogram published_ages;
+  std::array<Counter*, kRestoreSourceCount> restores{};
+  Counter& state_topic_read_seconds;
 };
 
 ServiceMetrics::ServiceMetrics(prometheus::Registry& registry, const config::Config& config)

@@ -34,6 +34,7 @@ std::uint32_t cgroup_quota_cores() {
 }
 
 void add(std::uint64_t& into, std::uint64_t from) { into += from; }
+void add(double& into, double from) { into += from; }
 
 template <std::size_t N>
 void add(std::array<std::uint64_t, N>& into, const std::array<std::uint64_t, N>& from) {
@@ -58,6 +59,8 @@ void for_each_counter(PartitionReport& into, const PartitionReport& from, Op op)
   op(into.counters.dead_lettered, from.counters.dead_lettered);
   op(into.dead_letters_by_reason, from.dead_letters_by_reason);
   op(into.duplicate_ages, from.duplicate_ages);
+  op(into.restores_by_source, from.restores_by_source);
+  op(into.state_topic_read_seconds, from.state_topic_read_seconds);
 }
 
 // Whose gauges a merged report shows: the owner's, else the report furthest in the input.

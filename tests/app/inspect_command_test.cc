@@ -200,6 +200,35 @@ TEST(Inspect, JsonParsesAndCarriesTheSameFigures) {
   }
 }
 
+// Where the service took each partition's state from at its last restore (the store's restore notes), in
+// text and JSON; a partition without a note (a store written before notes existed) shows none.
+TEST(Inspect, ShowsWhereEachPartitionsStateCameFromAtItsLastRestore) {
+  const TemporaryDirectory dir("bloomgate-inspect");
+  const std::string state = dir.path("state");
+  write_two_checkpoints(state, 1'700'000'000'123);
+  StateStore::open(state)->write_restore_notes(
+      std::vector<connectors::RestoreNote>{{{"orders", 3}, "state_topic", 1'700'000'005'123}});
+  const InspectReport report = inspect_state(state, 1'700'000'010'123);
+  ASSERT_EQ(report.partitions.size(), 2U);
+  EXPECT_FALSE(report.partitions[0].last_restore.has_value()) << "orders/0 has no note";
+  const std::string text = render_text(report);
+  EXPECT_NE(text.find("  last restore     from state_topic at 2023-11-14T22:13:25.123Z (5.0 s ago)\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("last restore"), text.rfind("last restore")) << "one partition has a note\n" << text;
+
+  simdjson::dom::parser parser;
+  const simdjson::padded_string json(render_json(report));
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(json).get(root), simdjson::SUCCESS) << render_json(report);
+  const simdjson::dom::array partitions = root["partitions"].get_array().value();
+  ASSERT_EQ(partitions.size(), 2U);
+  EXPECT_EQ(partitions.at(0)["last_restore"].error(), simdjson::NO_SUCH_FIELD);
+  const simdjson::dom::element note = partitions.at(1)["last_restore"].value();
+  EXPECT_EQ(std::string_view(note["source"].get_string().value()), "state_topic");
+  EXPECT_EQ(std::string_view(note["time"].get_string().value()), "2023-11-14T22:13:25.123Z");
+  EXPECT_EQ(note["time_ms"].get_int64().value(), 1'700'000'005'123);
+}
+
 TEST(Inspect, JsonStringsEscapeQuotesControlsAndInvalidUtf8) {
   const std::string nasty = std::string("a\"b\\c/\n\t\r\b\f\x01\x1f\x7f d\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 ") +
                             "\xFF \xC3 \xED\xA0\x80 \xC0\xAF end";

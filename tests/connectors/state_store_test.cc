@@ -2,7 +2,9 @@
 // time-limited filters round-trip through it, partitions stay apart, a group commit is all or nothing, and
 // the LOCK keeps a second store (in this process or another) out. Random streams use fixed seeds.
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 #include <spawn.h>
+#include <xxhash.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -102,6 +104,66 @@ TEST(StateStore, NeverWrittenPartitionReadsNothing) {
   EXPECT_FALSE(store->slices(id)(0).has_value());
   EXPECT_TRUE(store->list().empty());
   EXPECT_EQ(restore(*store, id), nullptr);
+}
+
+// The restore note (state_store.h): where a partition's state came from at its last assignment. Its bytes
+// are pinned field by field; a store written before notes existed (a checkpoint and no note) reads as
+// having none; a note alone (its checkpoint dropped) is not listed; drop() takes it; damage is kCorrupt.
+TEST(StateStore, RestoreNotesArePinnedByteForByteAndOlderStoresReadWithout) {
+  TempDir tmp;
+  const std::string dir = tmp.path("state");
+  const PartitionId id{"events", 3};
+  const PartitionId other{"events", 4};
+  const RestoreNote note{id, "state_topic", 1'700'000'000'123};
+  {
+    const auto store = StateStore::open(dir);
+    auto filter = filters::make_filter(tlbf_options());
+    const TimePoint now = insert_keys(*filter, "a", 0, 100, kStart, milliseconds(1));
+    checkpoint(*store, *filter, make_checkpoint(id, 100, now));
+    checkpoint(*store, *filter, make_checkpoint(other, 100, now));
+    EXPECT_EQ(store->read_restore_note(id), std::nullopt) << "a checkpoint written without a note";
+    store->write_restore_notes(std::vector<RestoreNote>{note, {other, "rebuild", 5}});
+    EXPECT_EQ(store->read_restore_note(id), note);
+    store->drop(other);
+    EXPECT_EQ(store->read_restore_note(other), std::nullopt) << "drop() takes the note with the rest";
+    store->write_restore_notes(std::vector<RestoreNote>{{other, "local", 6}});  // a note without a checkpoint
+    EXPECT_EQ(store->list().size(), 1U) << "a partition with only a note has no checkpoint to list";
+  }
+  const std::string key = std::string("bgs1\0events\0\0\0\0\3r", 17);
+  std::string value;
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), dir, &raw).ok());
+    const std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), key, &value).ok());
+  }
+  std::string body = "BGRN";
+  body += '\1';
+  for (int i = 0; i < 8; ++i) body += static_cast<char>((1'700'000'000'123LL >> (8 * i)) & 0xff);
+  body += '\x0b';
+  body += "state_topic";
+  const std::string covered = key + body;
+  const std::uint64_t sum = XXH3_64bits(covered.data(), covered.size());
+  std::string expected = body;
+  for (int i = 0; i < 8; ++i) expected += static_cast<char>((sum >> (8 * i)) & 0xff);
+  EXPECT_EQ(value, expected);
+
+  // The same bytes under another partition's key fail their checksum.
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir, &raw).ok());
+    const std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), std::string("bgs1\0events\0\0\0\0\4r", 17), value).ok());
+  }
+  const auto store = StateStore::open(dir);
+  EXPECT_EQ(store->read_restore_note(id), note);
+  try {
+    (void)store->read_restore_note(other);
+    ADD_FAILURE() << "a note under another key was read";
+  } catch (const StateStoreError& e) {
+    EXPECT_EQ(e.kind(), StateStoreError::Kind::kCorrupt);
+    EXPECT_NE(std::string(e.what()).find("fails its checksum"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StateStore, PartitionsAndTopicsDoNotSeeEachOther) {

@@ -76,6 +76,19 @@ inline TimePoint insert_keys(Filter& filter, const std::string& prefix, std::uin
   return now;
 }
 
+// 400,000 keys per TTL of 10 s for 30 s: slices of 78,720 bits, all columns of one segment, the filter a
+// clean stop snapshots (filters/src/time_limited_snapshot.cc).
+inline std::unique_ptr<Filter> snapshotting_filter(TimePoint& now) {
+  filters::FilterOptions o = tlbf_options();
+  o.expected_per_ttl = 400'000;
+  auto filter = filters::make_filter(o);
+  for (std::uint64_t i = 0; i < 1'200'000; ++i) {
+    now = kStart + std::chrono::microseconds(25) * static_cast<std::int64_t>(i);
+    filter->test_and_insert(key_name("s", i), now);
+  }
+  return filter;
+}
+
 inline PartitionCheckpoint make_checkpoint(const PartitionId& id, std::int64_t next_offset, TimePoint now) {
   PartitionCheckpoint c;
   c.id = id;

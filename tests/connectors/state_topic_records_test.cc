@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include "bloomgate/connectors/checkpoint_filter.h"
 #include "bloomgate/filters/format.h"
 #include "state_store_test_support.h"
 
@@ -318,6 +319,56 @@ TEST(StateTopicSchema, AManifestValueIsPinnedFieldByFieldAndDecodesBack) {
   decoded.checkpoint.id = kPartition;  // the key names the partition, the value does not
   EXPECT_EQ(decoded, m);
   EXPECT_THROW(decode_state_manifest("bgst1/orders/4/manifest", value), filters::FormatError);
+}
+
+// ---- loading a checkpoint read back (checkpoint_filter.h, the rule the state store's restore uses) ----
+
+TEST(StateTopicRecords, ACheckpointReadBackLoadsFromItsSlicesAsTheStoreLoadsOne) {
+  auto filter = filters::make_filter(tlbf_options());
+  const TimePoint now = insert_keys(*filter, "a", 0, 3'000, kStart, milliseconds(2));
+  StateTopicWriter writer(kPartition, 4'096);  // several chunks per slice
+  std::vector<StateTopicRecord> log;
+  append(log, checkpoint_to(writer, *filter, 3'000, now, ImageScope::kFull).records);
+  RestoreReport report;
+  report.snapshot_ignored = "left over";
+  const auto restored = restore_checkpoint_filter(expect_checkpoint(log), report);
+  ASSERT_NE(restored, nullptr);
+  EXPECT_FALSE(report.from_snapshot);
+  EXPECT_EQ(report.snapshot_ignored, "") << "no snapshot was written, so none was passed over";
+  EXPECT_EQ(full_image_bytes(*restored), full_image_bytes(*filter));
+  for (std::uint64_t i = 0; i < 3'000; i += 97) EXPECT_TRUE(restored->contains(key_name("a", i), now)) << i;
+}
+
+TEST(StateTopicRecords, ACheckpointWithTheSnapshotOfACleanStopLoadsFromTheSnapshot) {
+  TimePoint now;
+  const auto filter = snapshotting_filter(now);
+  const auto snapshot = filter->snapshot();
+  ASSERT_TRUE(snapshot.has_value());
+  StateTopicWriter writer(kPartition);
+  const FilterImage image = filter->image(ImageScope::kFull);
+  const StateTopicPlan plan =
+      writer.plan(make_checkpoint(kPartition, 1'200'000, now), image, 1'700'000'000'000, &*snapshot);
+  const StateTopicCheckpoint read = expect_checkpoint(plan.records);
+  ASSERT_TRUE(read.snapshot.has_value());
+  RestoreReport report;
+  const auto restored = restore_checkpoint_filter(read, report);
+  ASSERT_NE(restored, nullptr);
+  EXPECT_TRUE(report.from_snapshot);
+  EXPECT_EQ(filters::serialize(*restored), filters::serialize(*filter)) << "the snapshot restored another filter";
+
+  // A snapshot of the filter before its last change, listed beside the newer metadata: passed over.
+  for (std::uint64_t i = 1'200'000; i < 1'210'000; ++i) {
+    now += std::chrono::microseconds(25);
+    filter->test_and_insert(key_name("s", i), now);
+  }
+  const FilterImage newer = filter->image(ImageScope::kFull);
+  StateTopicWriter later(kPartition);
+  const StateTopicCheckpoint stale =
+      expect_checkpoint(later.plan(make_checkpoint(kPartition, 1'210'000, now), newer, 1'700'000'000'001, &*snapshot).records);
+  const auto from_slices = restore_checkpoint_filter(stale, report);
+  EXPECT_FALSE(report.from_snapshot);
+  EXPECT_EQ(report.snapshot_ignored, "it was taken at another checkpoint");
+  EXPECT_EQ(filters::serialize(*from_slices), filters::serialize(*filter));
 }
 
 }  // namespace

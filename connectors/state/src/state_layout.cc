@@ -114,6 +114,47 @@ PartitionCheckpoint decode_checkpoint(std::string_view key, std::string_view rec
   return checkpoint;
 }
 
+std::string encode_restore_note(std::string_view key, const RestoreNote& note) {
+  if (note.source.size() > 255) {
+    throw StateStoreError(Kind::kInvalidArgument, "state store: a restore source of " +
+                                                      std::to_string(note.source.size()) + " bytes (at most 255)");
+  }
+  filters::ByteWriter w;
+  w.bytes(kRestoreNoteMagic);
+  w.u8(kRestoreNoteVersion);
+  w.i64(note.restored_at_ms);
+  w.u8(static_cast<std::uint8_t>(note.source.size()));
+  w.bytes(note.source);
+  std::string record = w.take();
+  filters::ByteWriter sum;
+  sum.u64(checkpoint_checksum(key, record));
+  return record + sum.take();
+}
+
+RestoreNote decode_restore_note(std::string_view key, std::string_view record, const PartitionId& id) {
+  const auto corrupt = [&](const std::string& what) {
+    return StateStoreError(Kind::kCorrupt, "state store: the restore note of " + to_string(id) + " " + what);
+  };
+  try {
+    filters::ByteReader r(record);
+    if (r.bytes(4, "magic") != kRestoreNoteMagic) throw corrupt("does not start with \"BGRN\"");
+    if (const std::uint8_t version = r.u8("version"); version != kRestoreNoteVersion) {
+      throw corrupt("has version " + std::to_string(version) + ", this build reads version " +
+                    std::to_string(kRestoreNoteVersion));
+    }
+    RestoreNote note;
+    note.id = id;
+    note.restored_at_ms = r.i64("restored at");
+    note.source = std::string(r.bytes(r.u8("source length"), "source"));
+    const std::size_t body = record.size() - r.remaining();
+    if (r.u64("checksum") != checkpoint_checksum(key, record.substr(0, body))) throw corrupt("fails its checksum");
+    r.expect_end("the restore note");
+    return note;
+  } catch (const filters::FormatError& e) {
+    throw corrupt(std::string("does not parse: ") + e.what());
+  }
+}
+
 void verify_filter_record(std::string_view record, filters::RecordKind kind, std::uint64_t slice_id,
                           const std::string& what) {
   filters::Record parsed{};

@@ -24,6 +24,7 @@ constexpr char kCheckpointKind = 'c';
 constexpr char kMetaKind = 'm';
 constexpr char kSnapshotKind = 'n';
 constexpr char kBandKind = 'p';
+constexpr char kRestoreNoteKind = 'r';
 constexpr char kSliceKind = 's';
 
 constexpr std::string_view kCheckpointMagic = "BGCP";
@@ -54,6 +55,14 @@ std::optional<ParsedKey> parse_key(std::string_view key);
 std::string encode_checkpoint(std::string_view key, const PartitionCheckpoint& checkpoint);
 // Throws kCorrupt for a record that is not one, naming the partition.
 PartitionCheckpoint decode_checkpoint(std::string_view key, std::string_view record, const PartitionId& id);
+
+// The restore note (state_store.h): magic, version, the time, the source's length and bytes, a checksum
+// over the key and the body, as the checkpoint record.
+constexpr std::string_view kRestoreNoteMagic = "BGRN";
+constexpr std::uint8_t kRestoreNoteVersion = 1;
+std::string encode_restore_note(std::string_view key, const RestoreNote& note);
+// Throws kCorrupt for a record that is not one, naming the partition.
+RestoreNote decode_restore_note(std::string_view key, std::string_view record, const PartitionId& id);
 
 // Throws kCorrupt unless `record` is a valid filter record of the expected kind (and slice id).
 void verify_filter_record(std::string_view record, filters::RecordKind kind, std::uint64_t slice_id,

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <utility>
 
+#include "bloomgate/connectors/checkpoint_filter.h"
 #include "bloomgate/connectors/state_environment.h"
 #include "bloomgate/filters/format.h"
 #include "state_layout.h"
@@ -123,7 +124,12 @@ std::vector<PartitionCheckpoint> list_checkpoints(rocksdb::DB& db) {
       throw StateStoreError(Kind::kCorrupt, "state store: a key under \"bgs1\" does not parse (" +
                                                 std::to_string(key.size()) + " bytes)");
     }
-    // 'c' sorts before 'm' and 's': a partition's first key is its checkpoint, or it has none.
+    // 'c' sorts before every other kind: a partition's first key is its checkpoint, or it has none. A
+    // restore note alone is a partition whose checkpoint was dropped (or not written yet): nothing to list.
+    if (parsed->kind == kRestoreNoteKind) {
+      it->Seek(partition_prefix(parsed->id, 1));
+      continue;
+    }
     if (parsed->kind != kCheckpointKind) {
       throw StateStoreError(Kind::kCorrupt,
                             "state store: " + to_string(parsed->id) + " has filter records without a checkpoint");
@@ -543,29 +549,19 @@ std::unique_ptr<filters::Filter> StateStore::restore_filter(const PartitionId& i
   validate(id);
   RestoreReport ignored;
   RestoreReport& out = report != nullptr ? *report : ignored;
-  out = {};
   const std::string name = to_string(id);
-  if (auto header = impl_->get(record_key(partition_prefix(id), kSnapshotKind), "reading the snapshot of " + name)) {
-    impl_->snapshot_found(id);
-    try {
-      auto filter = impl_->with_db([&](rocksdb::DB& db) {
-        BandReader bands(db, id);
-        return filters::restore_snapshot(filter_meta, *header, filters::SliceViews([&bands](std::uint64_t band) {
-                                           return bands.find(band);
-                                         }));
-      });
-      if (filter) {
-        out.from_snapshot = true;
-        return filter;
-      }
-      out.snapshot_ignored = "it was taken at another checkpoint";
-    } catch (const filters::FormatError& e) {
-      out.snapshot_ignored = e.what();  // the slices are the checkpoint; the snapshot was only a copy
-    }
-  }
-  std::unique_ptr<filters::Filter> filter;
-  with_slices(id, [&](const filters::SliceViews& slices) { filter = filters::restore(filter_meta, slices); });
-  return filter;
+  const std::optional<std::string> header =
+      impl_->get(record_key(partition_prefix(id), kSnapshotKind), "reading the snapshot of " + name);
+  if (header) impl_->snapshot_found(id);
+  const auto with_bands = [&](const std::function<void(const filters::SliceViews&)>& use) {
+    impl_->with_db([&](rocksdb::DB& db) {
+      BandReader bands(db, id);
+      use(filters::SliceViews([&bands](std::uint64_t band) { return bands.find(band); }));
+    });
+  };
+  const auto with_slice_views = [&](const std::function<void(const filters::SliceViews&)>& use) { with_slices(id, use); };
+  return restore_checkpoint_filter(filter_meta, header ? std::optional<std::string_view>(*header) : std::nullopt,
+                                   with_bands, with_slice_views, out);
 }
 
 std::uint64_t StateStore::write_snapshot(const PartitionId& id, const filters::FilterSnapshot& snapshot) {
@@ -584,6 +580,26 @@ std::uint64_t StateStore::write_snapshot(const PartitionId& id, const filters::F
   impl_->write(batch, "writing the snapshot of " + name);
   impl_->snapshot_found(id);  // the next checkpoint deletes it whole
   return batch.GetDataSize();
+}
+
+void StateStore::write_restore_notes(std::span<const RestoreNote> notes) {
+  if (notes.empty()) return;
+  rocksdb::WriteBatch batch;
+  for (const RestoreNote& note : notes) {
+    validate(note.id);
+    const std::string key = record_key(partition_prefix(note.id), kRestoreNoteKind);
+    const rocksdb::Status status = batch.Put(key, encode_restore_note(key, note));
+    if (!status.ok()) fail(status, "building the restore note of " + to_string(note.id));
+  }
+  impl_->write(batch, "writing " + std::to_string(notes.size()) + " restore note(s)");
+}
+
+std::optional<RestoreNote> StateStore::read_restore_note(const PartitionId& id) const {
+  validate(id);
+  const std::string key = record_key(partition_prefix(id), kRestoreNoteKind);
+  const std::optional<std::string> record = impl_->get(key, "reading the restore note of " + to_string(id));
+  if (!record) return std::nullopt;
+  return decode_restore_note(key, *record, id);
 }
 
 filters::SliceLookup StateStore::slices(const PartitionId& id) const {

@@ -47,6 +47,10 @@ struct InspectedPartition {
   std::optional<filters::FilterStats> filter;  // nothing when its records did not restore
   FillSummary fill;
   std::string error;                           // why the filter did not restore; empty when it did
+  // Where the service took the partition's state from at its last assignment, and when; nothing when the
+  // store holds no note (written by a version before notes, or the partition started empty).
+  std::optional<connectors::RestoreNote> last_restore;
+  std::string last_restore_error;  // why the note could not be read; empty when it could (or there is none)
 };
 
 struct InspectReport {

@@ -70,7 +70,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bloomgate/app/exit_codes.h"
@@ -163,7 +165,24 @@ struct DuplicateAgeHistogram : BucketCounts<9> {
           "Restores from a checkpoint older than the group's committed offset (replayed and reconciled)")      \
   COUNTER(rebuilds, "bloomgate_rebuilds_total", "Rebuilds of the partition's filter from the input history, finished") \
   COUNTER(rebuild_events, "bloomgate_rebuild_events_total",                                                    \
-          "Input records inserted into the filter by rebuilds (nothing was produced)")
+          "Input records inserted into the filter by rebuilds (nothing was produced)")                         \
+  COUNTER(state_topic_read_bytes, "bloomgate_state_topic_read_bytes_total",                                    \
+          "Bytes (keys and values) read from the state topic to restore the partition")
+
+// Where a partition's state came from when it was assigned (docs/state.md, "Where a partition's state comes
+// from"): its local checkpoint, the state topic's checkpoint, or a rebuild from the input history.
+enum class RestoreSource : std::uint8_t { kLocal, kStateTopic, kRebuild };
+inline constexpr std::size_t kRestoreSourceCount = 3;
+
+// "local", "state_topic", "rebuild": the `source` label of bloomgate_restores_total and the logs' word.
+constexpr std::string_view restore_source_name(RestoreSource source) noexcept {
+  switch (source) {
+    case RestoreSource::kLocal: return "local";
+    case RestoreSource::kStateTopic: return "state_topic";
+    case RestoreSource::kRebuild: return "rebuild";
+  }
+  return "unknown";
+}
 
 struct PartitionReport {
   std::string pipeline;
@@ -198,6 +217,13 @@ struct PartitionReport {
   bool rebuilding = false;
   double rebuild_progress = 0;            // share of the input records to read that were read, 0..1
   double last_rebuild_seconds = 0;
+  // Restores by where the state came from (indexed by RestoreSource), and the seconds spent reading the
+  // state topic (its bytes are state_topic_read_bytes above). Counters, merged over workers.
+  std::array<std::uint64_t, kRestoreSourceCount> restores_by_source{};
+  double state_topic_read_seconds = 0;
+  // Where the current (or last) assignment took the state from; nothing for a partition that started
+  // empty (no checkpoint and no committed offset: nothing to restore).
+  std::optional<RestoreSource> last_restore_source;
   DuplicateAgeHistogram duplicate_ages;   // the duplicates whose filter tells their age
 };
 

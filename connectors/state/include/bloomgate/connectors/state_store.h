@@ -42,7 +42,8 @@
 //
 //   kind 'c': the checkpoint record (below);  'm': the filter's metadata record;  's': a slice record,
 //   followed by its id;  'n': the filter's snapshot header and 'p': its bands, followed by the band number
-//   (write_snapshot; format.h and filters/src/time_limited_snapshot.cc for the records). Kafka topic names
+//   (write_snapshot; format.h and filters/src/time_limited_snapshot.cc for the records);  'r': the restore
+//   note (below; a store written before it existed has none, and reads as such). Kafka topic names
 //   never contain 0x00, so the 0x00 after the topic keeps "a" and "ab" apart, and the fixed-width
 //   partition keeps partition 1 apart from 256. Every key of a partition shares the prefix up to the kind
 //   byte; drop() deletes that range, list() skips from one partition's 'c' key to the next partition.
@@ -58,6 +59,15 @@
 //   29      8     filter_time_ns     (i64)
 //   37      8     XXH3-64 (seed 0) of the record's key followed by bytes [0, 37): a record copied under
 //                 another partition's key fails its checksum too.
+//
+// Restore note, version 1 (write_restore_notes; little-endian, 14 + n + 8 bytes):
+//
+//   0       4     magic "BGRN"
+//   4       1     version (1)
+//   5       8     restored_at_ms     (i64)
+//   13      1     source length n
+//   14      n     source             ("local", "state_topic", "rebuild": where the service took the state from)
+//   14+n    8     XXH3-64 (seed 0) of the record's key followed by bytes [0, 14+n)
 //
 // Ownership: a StateStore owns the open database and its LOCK file: a second StateStore on the same
 // directory, in this process or another, fails with kLocked until the first is destroyed.
@@ -122,6 +132,14 @@ struct PartitionImage {
 struct RestoreReport {
   bool from_snapshot = false;     // from the snapshot a clean stop wrote, not from the slice records
   std::string snapshot_ignored;   // why a stored snapshot was not used; empty when none was stored or it was
+};
+
+// Where a partition's state came from when it was last assigned, and when: for `bloomgate inspect`.
+struct RestoreNote {
+  PartitionId id;
+  std::string source;              // the service's name for it: "local", "state_topic", "rebuild"
+  std::int64_t restored_at_ms = 0; // wall clock
+  friend bool operator==(const RestoreNote&, const RestoreNote&) = default;
 };
 
 // What one partition's checkpoint wrote, for the checkpoint metrics.
@@ -240,7 +258,14 @@ class StateStore {
   // scan and holds them until they are looked up: the lookup sees the slices as they were at its first call.
   filters::SliceLookup slices(const PartitionId& id) const;
 
-  // Removes everything stored for the partition (its snapshot too), in one synced batch (a range delete: it
+  // Writes the notes (distinct ids; a source of at most 255 bytes) in one synced batch, each replacing the
+  // partition's earlier one. Throws as write_checkpoint().
+  void write_restore_notes(std::span<const RestoreNote> notes);
+  // The partition's restore note; nullopt when none was written (or the partition was dropped since).
+  // Throws kCorrupt when it is damaged.
+  std::optional<RestoreNote> read_restore_note(const PartitionId& id) const;
+
+  // Removes everything stored for the partition (its snapshot and restore note too), in one synced batch (a range delete: it
   // reads nothing).
   void drop(const PartitionId& id);
 
