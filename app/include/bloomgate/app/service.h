@@ -186,8 +186,7 @@ struct PartitionReport {
   std::int32_t partition = 0;
   bool assigned = false;
   // consumed, fpr_probes and fpr_probe_hits, checkpoints, checkpoint_bytes, checkpoint_failures, reconciled,
-  // state_corruptions, restores_behind_commit, rebuilds, rebuild_events, state_topic_read_bytes: their help
-  // above.
+  // state_corruptions, restores_behind_commit, rebuilds, rebuild_events: their help above.
 #define BLOOMGATE_REPORT_FIELD(field, name, help) std::uint64_t field = 0;
   BLOOMGATE_PARTITION_COUNTERS(BLOOMGATE_REPORT_FIELD)
 #undef BLOOMGATE_REPORT_FIELD
