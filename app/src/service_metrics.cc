@@ -19,10 +19,12 @@ using prometheus::Gauge;
 using prometheus::Labels;
 
 // Counters only go up: add what the snapshot has beyond what was published before.
-void advance(Counter& counter, std::uint64_t value) {
-  const double delta = static_cast<double>(value) - counter.Value();
+void advance(Counter& counter, double value) {
+  const double delta = value - counter.Value();
   if (delta > 0) counter.Increment(delta);
 }
+
+void advance(Counter& counter, std::uint64_t value) { advance(counter, static_cast<double>(value)); }
 
 // A histogram only goes up too: observe what `latest` counted beyond `published`, then remember it.
 template <std::size_t Bounds>
@@ -213,9 +215,7 @@ struct ServiceMetrics::PartitionSeries {
     for (std::size_t i = 0; i < kRejectionReasonCount; ++i) advance(*by_reason[i], p.dead_letters_by_reason[i]);
     publish_increments(duplicate_age, p.duplicate_ages, published_ages);
     for (std::size_t i = 0; i < kRestoreSourceCount; ++i) advance(*restores[i], p.restores_by_source[i]);
-    if (const double delta = p.state_topic_read_seconds - state_topic_read_seconds.Value(); delta > 0) {
-      state_topic_read_seconds.Increment(delta);
-    }
+    advance(state_topic_read_seconds, p.state_topic_read_seconds);
   }
 
   std::vector<Counter*> counters;  // in kPartitionCounters' order
