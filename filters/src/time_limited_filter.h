@@ -177,6 +177,7 @@ class TimeLimitedFilter final : public Filter {
   std::uint64_t next_generation_size() const;
   std::uint64_t capacity_left(const detail::BitSlice& slice) const;
   std::uint64_t elements_in_window(std::int64_t now_ns) const;
+  std::uint64_t memory_bytes() const noexcept;  // FilterStats::memory_bytes
 
   SlicedParams params_;
   std::int64_t ttl_ns_ = 0;
