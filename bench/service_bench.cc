@@ -123,7 +123,7 @@ int run_window(const Options& options) {
   std::printf("total time %.1f s\n", seconds_between(started, Clock::now()));
   if (!options.json.empty() && !write_window_json(options, w)) return 2;
   for (const WindowSide& s : w.sides) {
-    for (const double v : {s.decide_ns, s.batch_ns, s.memory_bytes, s.bits_per_key, s.resident_growth_bytes}) {
+    for (const double v : {s.decide_ns, s.batch_ns, s.single_ns, s.memory_bytes, s.bits_per_key, s.resident_growth_bytes}) {
       if (!std::isfinite(v)) {
         std::fprintf(stderr, "service_bench: a --window-keys figure of %s is missing or not a number\n", s.type.c_str());
         return 1;

@@ -352,6 +352,7 @@ struct WindowSide {
   double fill_ns = kNaN;       // decide() per new key while the partition filled (thread CPU)
   double decide_ns = kNaN;     // decide() per event once full: the service's work per event (median of reps)
   double batch_ns = kNaN;      // extraction one event at a time, then test_and_insert_batch per kBatchSize
+  double single_ns = kNaN;     // the same extracted keys through test_and_insert, one call per key
   double memory_bytes = kNaN;  // FilterStats::memory_bytes at the end: every byte the filter holds
   double bits_per_key = kNaN;  // memory_bytes * 8 / elements
   std::uint64_t elements = 0;  // keys the filter holds within its window

@@ -10,7 +10,8 @@
 //
 // Also, for docs/decisions/aging-fingerprint.md: the same filters through a batch of keys at a time
 // (extract the keys of kBatchSize events, as the service loop takes them from the consumer, then one
-// test_and_insert_batch), against decide() one event at a time.
+// test_and_insert_batch), against decide() one event at a time, and against the same extracted keys through
+// test_and_insert one call per key (what the batch call alone changes).
 //
 // The events: 100-byte JSON values as the rounds', keys never repeated except by the 30% repeats of one
 // of the last 10,000 new keys (std::mt19937_64, seed --seed); new keys arrive at N per TTL (TTL one hour),
@@ -113,7 +114,10 @@ config::PipelineSettings window_pipeline(const std::string& type, std::uint64_t 
   return pipeline;
 }
 
-filters::TimePoint no_wall_clock() { return filters::from_epoch_millis(kStartMs); }
+// The processing time the event clock caps event times with (now + one minute, event_clock.h): the time of
+// the event being decided, as a service keeping up with its input sees it.
+std::int64_t g_processing_ms = kStartMs;
+filters::TimePoint processing_now() { return filters::from_epoch_millis(g_processing_ms); }
 
 // One filter type's partition: the deduplicator, and the extractor the batched way uses.
 struct Side {
@@ -123,6 +127,7 @@ struct Side {
   WindowSide figures;
   std::vector<double> decide_ns;
   std::vector<double> batch_ns;
+  std::vector<double> single_ns;
   std::uint64_t forwarded = 0;
   std::uint64_t decided = 0;
 };
@@ -131,6 +136,7 @@ double decide_block(Side& side, const Block& block) {
   const double start = thread_cpu_seconds();
   for (std::size_t i = 0; i < block.values.size(); ++i) {
     const app::EventView view{{}, block.values[i], {}};
+    g_processing_ms = block.timestamps_ms[i];
     const app::Verdict verdict = side.deduplicator->decide(view, block.timestamps_ms[i]);
     if (verdict.outcome == app::Outcome::kDeadLetter) throw std::runtime_error("decide: an event was dead-lettered");
     side.forwarded += verdict.outcome == app::Outcome::kForward ? 1U : 0U;
@@ -140,8 +146,9 @@ double decide_block(Side& side, const Block& block) {
 }
 
 // The keys of each kBatchSize events extracted, then one test_and_insert_batch: the filter's batch call in a
-// loop over the consumer's batches.
-double batch_block(Side& side, const Block& block) {
+// loop over the consumer's batches; with `one_call_per_key`, the same keys through test_and_insert one at a
+// time instead (the same work but for the batch call).
+double batch_block(Side& side, const Block& block, bool one_call_per_key = false) {
   std::vector<filters::KeyHash> keys(kBatchSize);
   std::vector<filters::TimePoint> times(kBatchSize);
   std::unique_ptr<bool[]> present(new bool[kBatchSize]);
@@ -156,8 +163,12 @@ double batch_block(Side& side, const Block& block) {
       keys[i] = filters::hash_key(extracted.key().bytes());
       times[i] = filters::from_epoch_millis(block.timestamps_ms[first + i]);
     }
-    side.deduplicator->filter().test_and_insert_batch(std::span(keys.data(), n), std::span(times.data(), n),
-                                                      std::span(present.get(), n));
+    filters::Filter& filter = side.deduplicator->filter();
+    if (one_call_per_key) {
+      for (std::size_t i = 0; i < n; ++i) present[i] = filter.test_and_insert(keys[i], times[i]);
+    } else {
+      filter.test_and_insert_batch(std::span(keys.data(), n), std::span(times.data(), n), std::span(present.get(), n));
+    }
     for (std::size_t i = 0; i < n; ++i) duplicates += present[i] ? 1U : 0U;
   }
   const double seconds = thread_cpu_seconds() - start;
@@ -169,13 +180,14 @@ double batch_block(Side& side, const Block& block) {
 void fill(Side& side, std::uint64_t keys, WindowStream& stream) {
   const std::uint64_t resident_before = resident_bytes();
   const config::PipelineSettings pipeline = window_pipeline(side.type, keys);
-  side.deduplicator = std::make_unique<app::PartitionDeduplicator>(pipeline, no_wall_clock);
+  side.deduplicator = std::make_unique<app::PartitionDeduplicator>(pipeline, processing_now);
   side.extractor = std::make_unique<app::KeyExtractor>(pipeline.key, pipeline.max_key_bytes, pipeline.max_value_bytes);
   std::string value;
   const double start = thread_cpu_seconds();
   for (std::uint64_t i = 0; i < keys; ++i) {
     const auto [key, ms] = stream.next(false);
     value = value_of(key);
+    g_processing_ms = ms;
     (void)side.deduplicator->decide(app::EventView{{}, value, {}}, ms);
   }
   side.figures.fill_ns = (thread_cpu_seconds() - start) * 1e9 / static_cast<double>(keys);
@@ -204,25 +216,24 @@ WindowFigures measure_window(const Options& options) {
   }
   WindowStream& stream = streams.front();  // the blocks, after the fill's keys: the same events for every side
   for (int rep = 0; rep < options.window_reps; ++rep) {
-    const Block one_at_a_time = next_block(stream, options.window_events);
+    const Block decided = next_block(stream, options.window_events);
     const Block batched = next_block(stream, options.window_events);
+    const Block single = next_block(stream, options.window_events);
     for (std::size_t i = 0; i < sides.size(); ++i) {
       Side& side = sides[(i + static_cast<std::size_t>(rep)) % sides.size()];  // the order alternates
-      if (rep % 2 == 0) {
-        side.decide_ns.push_back(decide_block(side, one_at_a_time));
-        side.batch_ns.push_back(batch_block(side, batched));
-      } else {
-        side.batch_ns.push_back(batch_block(side, batched));
-        side.decide_ns.push_back(decide_block(side, one_at_a_time));
-      }
+      const std::function<void()> ways[] = {[&] { side.decide_ns.push_back(decide_block(side, decided)); },
+                                            [&] { side.batch_ns.push_back(batch_block(side, batched)); },
+                                            [&] { side.single_ns.push_back(batch_block(side, single, true)); }};
+      for (std::size_t way = 0; way < 3; ++way) ways[(way + static_cast<std::size_t>(rep)) % 3]();  // and the ways
     }
   }
   for (Side& side : sides) {
-    const filters::FilterStats stats = side.deduplicator->filter().stats(side.deduplicator->filter_time(no_wall_clock()));
+    const filters::FilterStats stats = side.deduplicator->filter().stats(side.deduplicator->filter_time(processing_now()));
     WindowSide& f = side.figures;
     f.type = side.type;
     f.decide_ns = median(side.decide_ns);
     f.batch_ns = median(side.batch_ns);
+    f.single_ns = median(side.single_ns);
     f.memory_bytes = static_cast<double>(stats.memory_bytes);
     f.elements = stats.elements;
     f.bits_per_key = stats.bits_per_element;
