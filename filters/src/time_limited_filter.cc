@@ -436,6 +436,12 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
   return s;
 }
 
+std::uint64_t TimeLimitedFilter::free_segment_bits() const noexcept {
+  std::uint64_t bits = 0;
+  for (const auto& segment : segments_) bits += segment->storage_bits() - segment->cell_bits();
+  return bits;
+}
+
 std::uint64_t TimeLimitedFilter::memory_bytes() const noexcept {
   using detail::heap_bytes;
   std::uint64_t bytes = sizeof(*this) + heap_bytes(slices_) + heap_bytes(segments_) + heap_bytes(dropped_slice_ids_) +

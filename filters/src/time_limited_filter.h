@@ -92,6 +92,8 @@ class TimeLimitedFilter final : public Filter {
   std::size_t slice_count() const noexcept;
   std::uint64_t generation_size() const noexcept { return generation_size_; }
   std::size_t segment_count() const noexcept { return segments_.size(); }
+  // The bits of its segments that hold no slice: free columns and the tables' rounding (part of memory_bytes).
+  std::uint64_t free_segment_bits() const noexcept;
 
  private:
   struct Restored {};
