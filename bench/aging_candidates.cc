@@ -49,7 +49,7 @@ std::unique_ptr<filters::Filter> build(const Candidate& c, double rate, std::uin
 
 double memory_bytes(const filters::Filter& f, filters::TimePoint now) {
   const filters::FilterStats s = f.stats(now);
-  return s.memory_bytes != 0 ? static_cast<double>(s.memory_bytes) : static_cast<double>(s.bits + s.padding_bits) / 8;
+  return static_cast<double>(s.memory_bytes);
 }
 
 void run(const Candidate& c, double rate, std::uint64_t keys, int reps, std::uint64_t block, bool batch) {

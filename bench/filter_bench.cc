@@ -161,7 +161,7 @@ FilterOptions options_for(FilterType type, double rate, std::uint64_t keys_per_t
 std::uint64_t keys_for_mib(double rate, double mib) {
   constexpr std::uint64_t kProbeKeys = 1 << 20;
   const auto filter = filters::make_filter(options_for(FilterType::kTimeLimited, rate, kProbeKeys, 1'000'000'000));
-  const double bits_per_key = static_cast<double>(filter->stats(at(kStartNs)).bits) / kProbeKeys;
+  const double bits_per_key = static_cast<double>(filter->stats(at(kStartNs)).memory_bytes) * 8 / kProbeKeys;
   return std::max<std::uint64_t>(1000, static_cast<std::uint64_t>(mib * kMiB * 8.0 / bits_per_key));
 }
 

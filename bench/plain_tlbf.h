@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bloomgate/filters/fpr.h"
+#include "memory_accounting.h"
 
 namespace bloomgate::bench {
 
@@ -54,6 +55,12 @@ class PlainTimeLimitedBloom {
     std::uint64_t total = 0;
     for (const Slice& s : slices_) total += s.bits;
     return total;
+  }
+  // Every bit it holds: the object, the slices' deque and each slice's words at their capacity.
+  std::uint64_t memory_bits() const {
+    std::uint64_t bytes = sizeof(*this) + filters::detail::heap_bytes(slices_);
+    for (const Slice& s : slices_) bytes += filters::detail::heap_bytes(s.words);
+    return bytes * 8;
   }
   std::size_t slices() const { return slices_.size(); }
 

@@ -115,8 +115,27 @@ Breakdown run_breakdown(const Setup& setup) {
   return b;
 }
 
+// --window-keys: the large-window section alone; a missing figure fails the run.
+int run_window(const Options& options) {
+  const auto started = Clock::now();
+  const WindowFigures w = measure_window(options);
+  print_window(w);
+  std::printf("total time %.1f s\n", seconds_between(started, Clock::now()));
+  if (!options.json.empty() && !write_window_json(options, w)) return 2;
+  for (const WindowSide& s : w.sides) {
+    for (const double v : {s.decide_ns, s.batch_ns, s.single_ns, s.memory_bytes, s.bits_per_key, s.resident_growth_bytes}) {
+      if (!std::isfinite(v)) {
+        std::fprintf(stderr, "service_bench: a --window-keys figure of %s is missing or not a number\n", s.type.c_str());
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 int run(const Options& options) {
   app::configure_logging(options.log_level);
+  if (options.window_keys > 0) return run_window(options);
   const auto started = Clock::now();
   Report report;
   report.load_at_start = load_average();
@@ -256,6 +275,12 @@ int main(int argc, char** argv) {
                "also measure the rebuild rate from the input history against the pipeline's events/s (docs/state.md)");
   app.add_option("--ab-target", options.ab_target, "the A/B events/s ratio reported as PASS or MISS");
   app.add_option("--json", options.json, "also write every figure as JSON to this file");
+  app.add_option("--window-keys", options.window_keys,
+                 "run only the large-window section: one partition holding this many keys per TTL, time_limited "
+                 "against aging_fingerprint, decide() and the batch call, no broker")
+      ->check(CLI::Range(std::uint64_t{20'000}, std::uint64_t{100'000'000}));
+  positive("--window-events", options.window_events, "events of each timed block of --window-keys");
+  positive("--window-reps", options.window_reps, "timed blocks of --window-keys per filter type and way (median)");
   CLI11_PARSE(app, argc, argv);
   if (options.workers > 0) options.members = options.workers;  // as many passthrough members
   try {

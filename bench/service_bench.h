@@ -113,6 +113,11 @@ struct Options {
   // of the same fields (schema_records.h), keyed by the same field through a cached schema file.
   std::string format = "json";
   std::string log_level = "error";  // "warn" also shows CONFWARN for consumer properties given to producers
+  // --window-keys: only the large-window section (service_bench_window.cc), no broker: one partition with
+  // this many keys per TTL, each filter type, `window_reps` timed blocks of `window_events` events each way.
+  std::uint64_t window_keys = 0;
+  std::size_t window_events = 100'000;
+  int window_reps = 5;
 };
 
 // ------------------------------------------------------------------------------------------------------
@@ -338,6 +343,33 @@ PartFigures measure_consume(const Setup& setup, const std::string& group);
 // Consume alone with librdkafka's own calls and no interceptor: one rd_kafka_consumer_poll per event
 // (`batch` 1) or rd_kafka_consume_batch_queue of up to `batch` events; timed from the first event.
 PartFigures measure_consume_calls(const Setup& setup, const std::string& group, std::size_t batch);
+
+// ------------------------------------------------------------------------------------------------------
+// One partition with a large window, per filter type (service_bench_window.cc)
+
+struct WindowSide {
+  std::string type;
+  double fill_ns = kNaN;       // decide() per new key while the partition filled (thread CPU)
+  double decide_ns = kNaN;     // decide() per event once full: the service's work per event (median of reps)
+  double batch_ns = kNaN;      // extraction one event at a time, then test_and_insert_batch per kBatchSize
+  double single_ns = kNaN;     // the same extracted keys through test_and_insert, one call per key
+  double memory_bytes = kNaN;  // FilterStats::memory_bytes at the end: every byte the filter holds
+  double bits_per_key = kNaN;  // memory_bytes * 8 / elements
+  std::uint64_t elements = 0;  // keys the filter holds within its window
+  double resident_growth_bytes = kNaN;  // the process's resident memory growth while the partition filled
+  double forwarded_share = kNaN;
+};
+
+struct WindowFigures {
+  std::uint64_t keys = 0;
+  std::size_t events_per_block = 0;
+  int reps = 0;
+  std::vector<WindowSide> sides;  // time_limited, then aging_fingerprint
+};
+
+WindowFigures measure_window(const Options& options);
+void print_window(const WindowFigures& w);
+bool write_window_json(const Options& o, const WindowFigures& w);
 
 // ------------------------------------------------------------------------------------------------------
 // The report (service_bench_report.cc)

@@ -218,7 +218,7 @@ Breakdown measure_breakdown(const Setup& setup, const config::PipelineSettings& 
     b.snapshot_us = cpu * 1e6 / kSnapshots;
     const filters::FilterStats stats = deduplicators.front()->filter().stats(deduplicators.front()->filter_time(now));
     b.filter_slices = stats.slices;
-    b.filter_kib = static_cast<double>(stats.bits) / 8 / 1024;
+    b.filter_kib = static_cast<double>(stats.memory_bytes) / 1024;  // every byte the filter holds
   }
 
   {  // (e) the header object Producer::produce builds for a record with the source header

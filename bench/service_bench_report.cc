@@ -349,4 +349,49 @@ bool write_json(const Options& o, const Workload& w, const Report& r) {
   return write_json_file(o.json, to_json(o, w, r), "service_bench");
 }
 
+void print_window(const WindowFigures& w) {
+  std::printf("ONE PARTITION WITH %s KEYS PER TTL (no broker; %d reps of %s events each way, medians; thread CPU)\n",
+              grouped(w.keys).c_str(), w.reps, grouped(w.events_per_block).c_str());
+  std::printf("  %-18s %10s %10s %10s %10s %12s %10s %10s %12s %8s\n", "filter", "decide ns", "single ns", "batch ns",
+              "batch/sgl", "memory MiB", "bits/key", "RSS MiB", "elements", "fwd%");
+  for (const WindowSide& s : w.sides) {
+    std::printf("  %-18s %10.1f %10.1f %10.1f %10.3f %12.2f %10.2f %10.2f %12s %8.2f\n", s.type.c_str(), s.decide_ns,
+                s.single_ns, s.batch_ns, s.batch_ns / s.single_ns, s.memory_bytes / kMiB, s.bits_per_key,
+                s.resident_growth_bytes / kMiB, grouped(s.elements).c_str(), 100 * s.forwarded_share);
+  }
+  if (w.sides.size() == 2) {
+    const WindowSide& tl = w.sides[0];
+    const WindowSide& af = w.sides[1];
+    std::printf("  %s / %s: decide %.3f, memory %.3f, resident growth %.3f\n", af.type.c_str(), tl.type.c_str(),
+                af.decide_ns / tl.decide_ns, af.memory_bytes / tl.memory_bytes,
+                af.resident_growth_bytes / tl.resident_growth_bytes);
+  }
+  std::printf("decide = PartitionDeduplicator::decide() per event (key extraction, event clock, "
+              "test_and_insert_with_age); single = each key extracted, then test_and_insert (no age, no clock); batch = "
+              "the keys of 1,024 events extracted, then one test_and_insert_batch (no age); memory = "
+              "FilterStats::memory_bytes; RSS = resident growth while filling\n");
+}
+
+bool write_window_json(const Options& o, const WindowFigures& w) {
+  Json j;
+  j.open(nullptr, '{');
+  j.str("benchmark", "service_bench --window-keys");
+  members(j, {}, {{"keys_per_ttl", w.keys}, {"events_per_block", w.events_per_block},
+                  {"reps", static_cast<std::uint64_t>(w.reps)}, {"seed", o.seed}});
+  j.open("filters", '[');
+  for (const WindowSide& s : w.sides) {
+    j.open(nullptr, '{');
+    j.str("type", s.type);
+    members(j,
+            {{"fill_ns", s.fill_ns}, {"decide_ns", s.decide_ns}, {"batch_ns", s.batch_ns}, {"single_ns", s.single_ns},
+             {"memory_bytes", s.memory_bytes}, {"bits_per_key", s.bits_per_key},
+             {"resident_growth_bytes", s.resident_growth_bytes}, {"forwarded_share", s.forwarded_share}},
+            {{"elements", s.elements}});
+    j.close('}');
+  }
+  j.close(']');
+  j.close('}');
+  return write_json_file(o.json, j.text() + "\n", "service_bench");
+}
+
 }  // namespace bloomgate::bench::service_bench

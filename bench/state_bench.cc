@@ -376,7 +376,7 @@ Results run_all(const Config& c, const std::string& dir) {
   std::unique_ptr<filters::Filter> filter = build_filter(c);
   res.build_seconds = seconds_since(start);
   const filters::FilterStats stats = filter->stats(filters::from_epoch_nanos(end_ns(c)));
-  res.filter_mib = static_cast<double>(stats.bits) / 8 / kMiB;
+  res.filter_mib = static_cast<double>(stats.memory_bytes) / kMiB;  // every byte the filter holds
   res.slices = stats.slices;
   res.image_bytes = filter->image(filters::ImageScope::kFull).record_bytes();
   {

@@ -66,7 +66,7 @@ Run time_run(const Events& events, std::uint32_t partitions, Make&& make, Op&& o
       run.max_segments = std::max(run.max_segments, f->segment_count());
       run.max_slices = std::max(run.max_slices, f->slice_count());
       const filters::FilterStats s = f->stats(filters::from_epoch_nanos(events.now_ns.back()));
-      run.mib += static_cast<double>(s.bits + s.padding_bits) / 8 / kMiB;
+      run.mib += static_cast<double>(s.memory_bytes) / kMiB;
     }
   } else {
     for (const auto& f : filters) run.mib += static_cast<double>(f->bits()) / 8 / kMiB;

@@ -364,7 +364,7 @@ DemoReport summarize(const DemoOptions& options, const ServiceSnapshot& final_st
   report.seconds = seconds;
   std::uint64_t filter_elements = 0;
   for (const auto& partition : final_state.partitions) {
-    report.filter_bytes += static_cast<double>(partition.filter.bits) / 8;
+    report.filter_bytes += static_cast<double>(partition.filter.memory_bytes);  // every byte, padding included
     filter_elements += partition.filter.elements;
     report.estimated_fpr = std::max(report.estimated_fpr, partition.filter.estimated_fpr);
   }

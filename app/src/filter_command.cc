@@ -220,6 +220,7 @@ std::string stats_json(const filters::FilterStats& s, const FilterCommandResult&
   json += ",\"memory_bytes\":" + std::to_string(s.memory_bytes);
   json += ",\"elements\":" + std::to_string(s.elements);
   json += ",\"bits_per_element\":" + json_number(s.bits_per_element);
+  json += ",\"cell_bits_per_element\":" + json_number(s.cell_bits_per_element);
   json += ",\"estimated_fpr\":" + json_number(s.estimated_fpr);
   json += ",\"target_fpr\":" + json_number(s.target_fpr);
   json += ",\"lines\":" + std::to_string(r.lines);

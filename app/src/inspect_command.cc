@@ -226,8 +226,10 @@ std::string render_text(const InspectReport& report) {
     out += "  slices           " + std::to_string(f.slices) + " (" + std::to_string(p.fill.slices) + " not expired)\n";
     out += "  fill             min " + fixed(p.fill.min, 4) + ", mean " + fixed(p.fill.mean, 4) + ", max " +
            fixed(p.fill.max, 4) + "\n";
-    out += "  bits             " + std::to_string(f.bits) + " (" + human_bytes(f.bits) + ")\n";
-    out += "  elements         " + std::to_string(f.elements) + " (" + fixed(f.bits_per_element, 1) + " bits each)\n";
+    out += "  memory           " + human_bytes(f.memory_bytes * 8) + " (" + std::to_string(f.memory_bytes) +
+           " bytes; cells " + human_bytes(f.bits) + ")\n";
+    out += "  elements         " + std::to_string(f.elements) + " (" + fixed(f.bits_per_element, 1) +
+           " bits of memory each, " + fixed(f.cell_bits_per_element, 1) + " of them cells)\n";
     out += "  estimated FPR    " + scientific(f.estimated_fpr) + " (target " + scientific(f.target_fpr) + ")\n";
   }
   return out;
@@ -277,9 +279,10 @@ std::string render_json(const InspectReport& report) {
     }
     out += "]";
     out += ",\"bits\":" + std::to_string(f.bits);
-    out += ",\"bytes\":" + std::to_string((f.bits + 7) / 8);
+    out += ",\"memory_bytes\":" + std::to_string(f.memory_bytes);
     out += ",\"elements\":" + std::to_string(f.elements);
     out += ",\"bits_per_element\":" + number(f.bits_per_element);
+    out += ",\"cell_bits_per_element\":" + number(f.cell_bits_per_element);
     out += ",\"estimated_fpr\":" + number(f.estimated_fpr);
     out += ",\"target_fpr\":" + number(f.target_fpr);
     out += "}}";

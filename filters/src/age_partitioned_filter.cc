@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "memory_accounting.h"
+
 #include "bit_slice.h"
 
 namespace bloomgate::filters {
@@ -70,9 +72,10 @@ FilterStats AgePartitionedFilter::stats(TimePoint) const {
     s.bits += slice.bits;
     s.elements += slice.generation_insertions;
   }
-  s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
   s.estimated_fpr = sliced_fpr(params_.k, fill);
-  s.memory_bytes = whole_memory_bytes(s, sizeof(*this));
+  s.memory_bytes = sizeof(*this) + detail::heap_bytes(slices_) + detail::heap_bytes(dropped_slice_ids_);
+  for (const BitSlice& slice : slices_) s.memory_bytes += detail::heap_bytes(slice.words);
+  set_per_element_figures(s);
   return s;
 }
 

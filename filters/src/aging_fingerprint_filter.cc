@@ -5,6 +5,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "memory_accounting.h"
+
 namespace bloomgate::filters {
 namespace {
 
@@ -53,8 +55,8 @@ std::uint64_t AgingFingerprintFilter::slots_for_peak(double peak_keys) const noe
 }
 
 std::uint64_t AgingFingerprintFilter::memory_bytes() const noexcept {
-  std::uint64_t bytes = sizeof(*this) + tables_.capacity() * sizeof(Table) + dropped_slice_ids_.capacity() * 8;
-  for (const Table& t : tables_) bytes += t.cells.memory_bytes() - sizeof(AgingTable);
+  std::uint64_t bytes = sizeof(*this) + detail::heap_bytes(tables_) + detail::heap_bytes(dropped_slice_ids_);
+  for (const Table& t : tables_) bytes += t.cells.memory_bytes() - sizeof(AgingTable);  // the vector holds the object
   return bytes;
 }
 
@@ -226,7 +228,7 @@ FilterStats AgingFingerprintFilter::stats(TimePoint now) const {
   double absent = 1.0;
   for (const Table& t : tables_) {
     const std::uint64_t live = t.cells.live(epoch);
-    const std::uint64_t bits = t.cells.memory_bytes() * 8;
+    const std::uint64_t bits = t.cells.cell_bits();
     stats.bits += bits;
     stats.elements += live;
     const double load = static_cast<double>(live) / static_cast<double>(t.cells.slots());
@@ -241,10 +243,8 @@ FilterStats AgingFingerprintFilter::stats(TimePoint now) const {
     stats.slice_stats.push_back(slice);
   }
   std::reverse(stats.slice_stats.begin(), stats.slice_stats.end());  // newest first
-  stats.padding_bits = memory_bytes() * 8 - stats.bits;
   stats.memory_bytes = memory_bytes();
-  stats.bits_per_element =
-      stats.elements > 0 ? static_cast<double>(stats.memory_bytes * 8) / static_cast<double>(stats.elements) : 0.0;
+  set_per_element_figures(stats);
   stats.estimated_fpr = 1.0 - absent;
   return stats;
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bloomgate/filters/format.h"
+#include "memory_accounting.h"
 
 namespace bloomgate::filters::detail {
 namespace {
@@ -49,7 +50,7 @@ std::uint64_t AgingTable::words_for(std::uint64_t buckets, std::uint32_t fingerp
 }
 
 std::uint64_t AgingTable::memory_bytes() const noexcept {
-  return words_.size() * 8 + dirty_.capacity() + stash_.capacity() * sizeof(StashEntry) + sizeof(*this);
+  return sizeof(*this) + words_.memory_bytes() + heap_bytes(dirty_) + heap_bytes(stash_);
 }
 
 std::uint64_t AgingTable::partner(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {

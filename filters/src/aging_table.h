@@ -80,7 +80,10 @@ class AgingTable {
   std::uint64_t slots() const noexcept { return buckets_ * kSlotsPerBucket; }
   std::uint32_t fingerprint_bits() const noexcept { return fingerprint_bits_; }
   std::uint64_t entries() const noexcept { return entries_; }  // non-empty slots not yet swept, stash included
+  // Every byte the table holds: the object, its words, page marks and stash.
   std::uint64_t memory_bytes() const noexcept;
+  // Its words alone (buckets, region epochs, spare words), in bits.
+  std::uint64_t cell_bits() const noexcept { return static_cast<std::uint64_t>(words_.size()) * 64; }
   // The words a table of `buckets` and f-bit fingerprints holds.
   static std::uint64_t words_for(std::uint64_t buckets, std::uint32_t fingerprint_bits) noexcept;
   const std::vector<StashEntry>& stash() const noexcept { return stash_; }

@@ -182,11 +182,11 @@ FilterStats BloomFilter::stats(TimePoint /*now*/) const {
   s.slices = words.pages();
   s.bits = geometry.total_bits();
   s.elements = bits_->insertions();
-  s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
   s.target_fpr = geometry.error_rate;
   s.estimated_fpr = bits_->estimated_fpr();
   s.slice_stats = page_stats(words);
-  s.memory_bytes = whole_memory_bytes(s, sizeof(*this));
+  s.memory_bytes = sizeof(*this) + sizeof(detail::PartitionedBloom) + bits_->memory_bytes();
+  set_per_element_figures(s);
   return s;
 }
 

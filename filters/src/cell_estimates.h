@@ -27,14 +27,13 @@ inline std::optional<CellSizing> standard_sizing(double keys, double error_rate,
   return CellSizing{static_cast<std::uint64_t>(cells), static_cast<std::uint32_t>(probes)};
 }
 
-// Sets stats.elements (distinct keys behind the fill ratio, Swamidass and Baldi's estimate), bits_per_element
-// (from stats.bits, already set) and estimated_fpr (fill^k) from the fraction `fill` of `cells` cells in use.
+// Sets stats.elements (distinct keys behind the fill ratio, Swamidass and Baldi's estimate) and estimated_fpr
+// (fill^k) from the fraction `fill` of `cells` cells in use. The per-element figures are the caller's, once
+// memory_bytes is set (set_per_element_figures).
 inline void set_fill_estimates(FilterStats& stats, double fill, std::uint64_t cells, std::uint32_t probes) {
   const double elements = fill >= 1.0 ? static_cast<double>(cells)
                                       : -static_cast<double>(cells) / static_cast<double>(probes) * std::log1p(-fill);
   stats.elements = static_cast<std::uint64_t>(std::llround(elements));
-  stats.bits_per_element =
-      stats.elements > 0 ? static_cast<double>(stats.bits) / static_cast<double>(stats.elements) : 0.0;
   stats.estimated_fpr = std::pow(fill, probes);
 }
 

@@ -1,5 +1,7 @@
 #include "column_segment.h"
 
+#include "memory_accounting.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -50,6 +52,11 @@ ColumnSegment::ColumnSegment(std::uint64_t rows, std::uint32_t slices, std::uint
   set_oldest(0);
   for (std::uint32_t b = 0; b < k; ++b) table_start_[b] = b * table_words_ * 64;
   if (ring_word_query_) set_up_ring_word();
+}
+
+std::uint64_t ColumnSegment::memory_bytes() const noexcept {
+  return sizeof(*this) + cells_.memory_bytes() + heap_bytes(index_of_phase_) + heap_bytes(table_start_) +
+         heap_bytes(cubic_of_phase_) + heap_bytes(columns_of_phase_);
 }
 
 void ColumnSegment::set_up_ring_word() {

@@ -66,6 +66,9 @@ class ColumnSegment {
   std::uint64_t cell_bits() const noexcept { return rows_ * live_; }
   // The memory of the tables (free columns and the tables' rounding to 64 rows included).
   std::uint64_t storage_bits() const noexcept { return 64 * storage_words(); }
+  // Every byte the segment holds: the object, its cells (the tables and the word after them) and its
+  // by-phase vectors.
+  std::uint64_t memory_bytes() const noexcept;
   std::uint64_t* cells() noexcept { return cells_.data(); }
   const std::uint64_t* cells() const noexcept { return cells_.data(); }
   // The words of the k tables: what a snapshot of the segment holds (one padding word past them stays zero).

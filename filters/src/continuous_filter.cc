@@ -304,7 +304,8 @@ FilterStats ContinuousFilter::stats(TimePoint now) const {
   }
   const double fill = static_cast<double>(fresh_total) / static_cast<double>(cells_);
   detail::set_fill_estimates(stats, fill, cells_, probes_);
-  stats.memory_bytes = whole_memory_bytes(stats, sizeof(*this));
+  stats.memory_bytes = sizeof(*this) + sizeof(detail::PagedWords) + words_->memory_bytes();
+  set_per_element_figures(stats);
   return stats;
 }
 

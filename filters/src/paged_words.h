@@ -3,6 +3,7 @@
 // the last persist. Each page is persisted as one slice record whose id is the page index + 1.
 #pragma once
 
+#include "memory_accounting.h"
 #include "popcount.h"
 
 #include <algorithm>
@@ -34,6 +35,8 @@ class PagedWords {
     return words_[i];
   }
   const std::uint64_t* data() const noexcept { return words_.data(); }
+  // The heap bytes it holds: the words and the page marks (not the object itself).
+  std::uint64_t memory_bytes() const noexcept { return heap_bytes(words_) + heap_bytes(dirty_); }
 
   std::uint64_t popcount() const noexcept { return popcount_words(words_.data(), words_.size()); }
 

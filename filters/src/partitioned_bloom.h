@@ -108,6 +108,8 @@ class PartitionedBloom {
   // The paged bit array, for a filter that persists it page by page.
   PagedWords& words() noexcept { return words_; }
   const PagedWords& words() const noexcept { return words_; }
+  // The heap bytes it holds (its words' and page marks'), not the object itself.
+  std::uint64_t memory_bytes() const noexcept { return words_.memory_bytes(); }
 
   // The whole bit array as little-endian words, for a filter that persists it as one record.
   std::string encode_words() const;

@@ -223,8 +223,9 @@ FilterStats ScalableBloomFilter::stats(TimePoint /*now*/) const {
     s.slice_stats.push_back(slice);
   }
   s.estimated_fpr = 1.0 - all_negative;
-  s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
-  s.memory_bytes = whole_memory_bytes(s, sizeof(*this));
+  s.memory_bytes = sizeof(*this) + detail::heap_bytes(sub_filters_);
+  for (const SubFilter& sub : sub_filters_) s.memory_bytes += sub.bloom.memory_bytes();
+  set_per_element_figures(s);
   return s;
 }
 

@@ -277,7 +277,8 @@ FilterStats SpectralFilter::stats(TimePoint /*now*/) const {
   const double fill =
       static_cast<double>(nonzero_counters(0, primary_.counters)) / static_cast<double>(primary_.counters);
   detail::set_fill_estimates(stats, fill, primary_.counters, primary_.probes);
-  stats.memory_bytes = whole_memory_bytes(stats, sizeof(*this));
+  stats.memory_bytes = sizeof(*this) + sizeof(detail::PagedWords) + words_->memory_bytes();
+  set_per_element_figures(stats);
   return stats;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bit_slice.h"
+#include "memory_accounting.h"
 #include "tlbf_sizing.h"
 #include "tlbf_probes.h"
 #include "tlbf_time.h"
@@ -426,16 +427,29 @@ FilterStats TimeLimitedFilter::stats(TimePoint now) const {
     fill.push_back(is_expired ? 0.0 : s.slice_stats.back().fill_ratio);
     if (!is_expired && slice.stamp_ns != kUnstamped && slice.insertions > 0) oldest_valid_stamp = slice.stamp_ns;
   }
-  for (const auto& segment : segments_) {
-    s.bits += segment->cell_bits();  // the slices' bits
-    s.padding_bits += segment->storage_bits() - segment->cell_bits();  // free columns, rounding
-  }
+  for (const auto& segment : segments_) s.bits += segment->cell_bits();  // the slices' bits
   s.elements = elements_in_window(now_ns);
-  s.bits_per_element = s.elements == 0 ? 0.0 : static_cast<double>(s.bits) / static_cast<double>(s.elements);
   s.estimated_fpr = sliced_fpr(params_.k, fill);
   if (oldest_valid_stamp != kUnstamped) s.effective_window = Duration{elapsed(now_ns, oldest_valid_stamp)};
-  s.memory_bytes = whole_memory_bytes(s, sizeof(*this));
+  s.memory_bytes = memory_bytes();
+  set_per_element_figures(s);
   return s;
+}
+
+std::uint64_t TimeLimitedFilter::free_segment_bits() const noexcept {
+  std::uint64_t bits = 0;
+  for (const auto& segment : segments_) bits += segment->storage_bits() - segment->cell_bits();
+  return bits;
+}
+
+std::uint64_t TimeLimitedFilter::memory_bytes() const noexcept {
+  using detail::heap_bytes;
+  std::uint64_t bytes = sizeof(*this) + heap_bytes(slices_) + heap_bytes(segments_) + heap_bytes(dropped_slice_ids_) +
+                        heap_bytes(valid_) + heap_bytes(valid_by_phase_) + heap_bytes(previous_valid_) +
+                        heap_bytes(by_position_) + heap_bytes(walk_);
+  for (const auto& segment : segments_) bytes += segment->memory_bytes();  // cells, free columns, rounding
+  for (const ColumnSlice& slice : slices_) bytes += heap_bytes(slice.words);
+  return bytes;
 }
 
 }  // namespace bloomgate::filters

@@ -92,6 +92,8 @@ class TimeLimitedFilter final : public Filter {
   std::size_t slice_count() const noexcept;
   std::uint64_t generation_size() const noexcept { return generation_size_; }
   std::size_t segment_count() const noexcept { return segments_.size(); }
+  // The bits of its segments that hold no slice: free columns and the tables' rounding (part of memory_bytes).
+  std::uint64_t free_segment_bits() const noexcept;
 
  private:
   struct Restored {};
@@ -177,6 +179,7 @@ class TimeLimitedFilter final : public Filter {
   std::uint64_t next_generation_size() const;
   std::uint64_t capacity_left(const detail::BitSlice& slice) const;
   std::uint64_t elements_in_window(std::int64_t now_ns) const;
+  std::uint64_t memory_bytes() const noexcept;  // FilterStats::memory_bytes
 
   SlicedParams params_;
   std::int64_t ttl_ns_ = 0;

@@ -34,6 +34,12 @@ class ZeroedWords {
   std::uint64_t& operator[](std::size_t i) noexcept { return words_[i]; }
   std::uint64_t operator[](std::size_t i) const noexcept { return words_[i]; }
   bool mapped() const noexcept { return mapping_bytes_ != 0; }  // a mapping of its own, not the heap
+  // The memory the words take: their bytes, rounded up to a 4 KiB page when mapped (every page of the
+  // words is faulted in; the rest of the mapping is address space only).
+  std::uint64_t memory_bytes() const noexcept {
+    const std::uint64_t bytes = static_cast<std::uint64_t>(count_) * sizeof(std::uint64_t);
+    return mapped() ? (bytes + 4095) / 4096 * 4096 : bytes;
+  }
 
  private:
   void release() noexcept;

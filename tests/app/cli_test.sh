@@ -32,14 +32,27 @@ check "stats is one line" 1 "$(wc -l <<<"$stats")"
 python3 - "$stats" <<'PY' || failures=$((failures + 1))
 import json, sys
 s = json.loads(sys.argv[1])
-missing = {"type", "k", "l", "slices", "bits", "elements", "bits_per_element", "estimated_fpr"} - s.keys()
+missing = {"type", "k", "l", "slices", "bits", "memory_bytes", "elements", "bits_per_element", "cell_bits_per_element",
+           "estimated_fpr"} - s.keys()
 assert not missing, f"stats lack {missing}"
 assert s["elements"] == 2 and s["duplicates"] == 1, s
 print("ok   stats JSON has every field")
 PY
 
-for type in time_limited age_partitioned continuous scalable bloom spectral; do
+for type in time_limited age_partitioned continuous scalable bloom spectral aging_fingerprint; do
   out=$(printf 'k1\nk2\nk1\n' | "$bin" filter --type "$type" 2>&1); check "--type $type" $'k1\nk2' "$out"
+  # Every type's --stats: its whole memory, more than its cells, and the per-key figures drawn from both.
+  stats=$(printf 'k1\nk2\nk1\n' | "$bin" filter --type "$type" --stats 2>&1 >/dev/null)
+  python3 - "$type" "$stats" <<'PY' || failures=$((failures + 1))
+import json, sys
+name, s = sys.argv[1], json.loads(sys.argv[2])
+n = s["elements"]
+assert s["type"] == name and n > 0, s
+assert s["memory_bytes"] * 8 > s["bits"] > 0, s
+assert abs(s["bits_per_element"] - s["memory_bytes"] * 8 / n) <= 1e-5 * s["bits_per_element"], s
+assert abs(s["cell_bits_per_element"] - s["bits"] / n) <= 1e-5 * s["cell_bits_per_element"], s
+print(f"ok   --type {name} --stats: memory_bytes {s['memory_bytes']}, bits {s['bits']}")
+PY
 done
 
 out=$(printf 't1\tx\te1\nt1\ty\te1\nt2\tx\te1\n' | "$bin" filter --fields 1,3); check "--fields keys by columns 1 and 3" $'t1\tx\te1\nt2\tx\te1' "$out"

@@ -104,7 +104,7 @@ TEST(FilterCommand, StatsAreOneJsonObject) {
   const CommandOutput r = run("a\nb\na\n", o);
   EXPECT_EQ(r.err.rfind("{\"type\":\"time_limited\",\"k\":16,\"l\":140,\"slices\":156,", 0), 0U) << r.err;
   for (const char* field : {"\"bits\":", "\"memory_bytes\":", "\"elements\":2,", "\"bits_per_element\":",
-                            "\"estimated_fpr\":", "\"forwarded\":2,", "\"duplicates\":1,"}) {
+                            "\"cell_bits_per_element\":", "\"estimated_fpr\":", "\"forwarded\":2,", "\"duplicates\":1,"}) {
     EXPECT_NE(r.err.find(field), std::string::npos) << field;
   }
   EXPECT_EQ(r.err.back(), '\n');

@@ -191,8 +191,14 @@ TEST(Inspect, JsonParsesAndCarriesTheSameFigures) {
     EXPECT_DOUBLE_EQ(p["checkpoint_age_seconds"].get_double().value(), 10.0);
     EXPECT_EQ(std::string_view(p["filter"]["type"].get_string().value()), "time_limited");
     EXPECT_EQ(p["filter"]["bits"].get_uint64().value(), w.stats.bits);
-    EXPECT_EQ(p["filter"]["bytes"].get_uint64().value(), (w.stats.bits + 7) / 8);
+    const std::uint64_t memory_bytes = p["filter"]["memory_bytes"].get_uint64().value();
+    EXPECT_GT(memory_bytes, (w.stats.bits + 7) / 8) << "every byte the restored filter holds, more than its cells";
     EXPECT_EQ(p["filter"]["elements"].get_uint64().value(), w.stats.elements);
+    const auto elements = static_cast<double>(w.stats.elements);
+    EXPECT_NEAR(p["filter"]["bits_per_element"].get_double().value(), static_cast<double>(memory_bytes) * 8 / elements,
+                1e-6 * static_cast<double>(memory_bytes));
+    EXPECT_NEAR(p["filter"]["cell_bits_per_element"].get_double().value(),
+                static_cast<double>(w.stats.bits) / elements, 1e-6 * static_cast<double>(w.stats.bits));
     EXPECT_EQ(p["filter"]["slices"].get_uint64().value(), w.stats.slices);
     EXPECT_EQ(p["filter"]["slice_fill"].get_array().value().size(), w.stats.slice_stats.size());
     EXPECT_DOUBLE_EQ(p["filter"]["estimated_fpr"].get_double().value(), w.stats.estimated_fpr);  // round trip

@@ -193,7 +193,9 @@ TEST(ContinuousFilter, StatsDescribeTheFilter) {
   EXPECT_EQ(peak.slices, peak.slice_stats.size());
   EXPECT_EQ(peak.slices, (filter.cells() / 16 + 8191) / 8192);
   EXPECT_NEAR(static_cast<double>(peak.elements), 15'000.0, 500.0);
-  EXPECT_NEAR(peak.bits_per_element, static_cast<double>(peak.bits) / static_cast<double>(peak.elements), 1e-9);
+  EXPECT_NEAR(peak.cell_bits_per_element, static_cast<double>(peak.bits) / static_cast<double>(peak.elements), 1e-9);
+  EXPECT_NEAR(peak.bits_per_element, static_cast<double>(peak.memory_bytes) * 8 / static_cast<double>(peak.elements),
+              1e-9);
   EXPECT_EQ(peak.target_fpr, 0.001);
   EXPECT_NEAR(peak.estimated_fpr, 0.001, 0.0002);
   ASSERT_TRUE(peak.effective_window.has_value());

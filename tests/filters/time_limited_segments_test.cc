@@ -129,13 +129,16 @@ TEST(TimeLimitedFilter, ARateRampKeepsFewSegmentsAndLittleFreeMemory) {
   const auto stats = filter.stats(kStart + seconds(15));
   std::uint64_t slice_bits = 0;
   for (const SliceStats& slice : stats.slice_stats) slice_bits += slice.bits;
-  std::printf("rate ramp: %llu events, at most %zu segments; slices %llu bits, free columns and rounding %llu\n",
-              static_cast<unsigned long long>(out.events), most_segments,
-              static_cast<unsigned long long>(slice_bits), static_cast<unsigned long long>(stats.padding_bits));
+  const std::uint64_t free_bits = filter.free_segment_bits();
+  std::printf("rate ramp: %llu events, at most %zu segments; slices %llu bits, free columns and rounding %llu, "
+              "whole memory %llu\n",
+              static_cast<unsigned long long>(out.events), most_segments, static_cast<unsigned long long>(slice_bits),
+              static_cast<unsigned long long>(free_bits), static_cast<unsigned long long>(stats.memory_bytes * 8));
   EXPECT_EQ(out.false_negatives, 0U);
   EXPECT_EQ(probe.mismatches, 0U);
   EXPECT_LE(most_segments, 8U);
-  EXPECT_LE(stats.padding_bits, slice_bits);
+  EXPECT_LE(free_bits, slice_bits);
+  EXPECT_GE(stats.memory_bytes * 8, stats.bits + free_bits) << "the whole memory holds the free columns too";
 }
 
 // The batch locates each key's rows one key ahead, so a slide between its prefetch and its query must not

@@ -52,8 +52,9 @@ using ProcessingClock = std::function<filters::TimePoint()>;
 FilterCommandResult run_filter_command(const FilterCommandOptions& options, std::istream& in, std::ostream& out,
                                        std::ostream& err, const ProcessingClock& clock);
 
-// The --stats object: type, k, l, slices, bits, elements, bits_per_element, estimated_fpr, plus the
-// line counts.
+// The --stats object: type, k, l, slices, bits (the cells'), memory_bytes (every byte the filter holds),
+// elements, bits_per_element (memory_bytes * 8 / elements), cell_bits_per_element (bits / elements),
+// estimated_fpr, target_fpr, plus the line counts.
 std::string stats_json(const filters::FilterStats& stats, const FilterCommandResult& result);
 
 }  // namespace bloomgate::app

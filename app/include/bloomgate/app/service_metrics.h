@@ -9,7 +9,8 @@
 //   bloomgate_events_total{pipeline,topic,partition,outcome}   outcome: forwarded | duplicate | dead_letter
 //   bloomgate_dead_letters_total{pipeline,topic,partition,reason}   reason: reason_name()
 //   bloomgate_filter_slices / _cells / _memory_bytes / _elements / _cells_per_element (a cell is one bit:
-//     promtool's lint rejects "bits" as a unit name)
+//     promtool's lint rejects "bits" as a unit name; cells alone) / _memory_bytes_per_element (every byte the
+//     filter holds, per key)
 //   bloomgate_filter_estimated_fpr / _target_fpr                     ratios
 //   bloomgate_filter_effective_window_seconds / bloomgate_pipeline_ttl_seconds
 //   bloomgate_partition_assigned{pipeline,topic,partition}           1 while this member owns it

@@ -41,16 +41,14 @@ struct FilterStats {
   std::uint32_t k = 0;  // probes per key (time-limited and age-partitioned: slices written per insert)
   std::uint32_t l = 0;  // extra aged slices (time-limited and age-partitioned only)
   std::uint64_t slices = 0;
-  std::uint64_t bits = 0;      // all memory of the filter's cells, in bits
-  // Memory beside `bits` that holds no cell (the time-limited filter's line padding, column_segment.h):
-  // the filter's memory is bits + padding_bits; bits per element count `bits`.
-  std::uint64_t padding_bits = 0;
-  // Every byte the filter holds: its cells, their padding, the filter object, and what else it allocates
-  // that grows with it (the aging-fingerprint filter's stashes and page marks). whole_memory_bytes() below is
-  // the figure of the types whose only such memory is one mark per 64 KiB page (under 0.002%), left out.
+  std::uint64_t bits = 0;  // the filter's cells alone, in bits: no padding, no bookkeeping
+  // Every byte the filter holds: the filter object, its cells, their padding (the time-limited filter's free
+  // columns and line rounding, column_segment.h), and everything else it allocates: page marks, slice and
+  // table objects, stashes, caches, vectors at their capacity.
   std::uint64_t memory_bytes = 0;
   std::uint64_t elements = 0;  // distinct insertions the filter still holds within its window
-  double bits_per_element = 0;
+  double bits_per_element = 0;       // memory_bytes * 8 / elements: the whole memory per key
+  double cell_bits_per_element = 0;  // bits / elements: the cells alone per key (a lower bound of the above)
   double target_fpr = 0;
   double estimated_fpr = 0;
   // Time-based filters: age of the oldest slice still valid, against the configured TTL.
@@ -58,9 +56,13 @@ struct FilterStats {
   std::vector<SliceStats> slice_stats;  // in age order, newest first
 };
 
-// The memory_bytes of a filter object of `object_bytes` whose stats() has set bits and padding_bits.
-inline std::uint64_t whole_memory_bytes(const FilterStats& stats, std::uint64_t object_bytes) noexcept {
-  return (stats.bits + stats.padding_bits + 7) / 8 + object_bytes;
+// Sets bits_per_element and cell_bits_per_element from memory_bytes, bits and elements (0 without elements).
+inline void set_per_element_figures(FilterStats& stats) noexcept {
+  const auto per_element = [&](double bits) {
+    return stats.elements == 0 ? 0.0 : bits / static_cast<double>(stats.elements);
+  };
+  stats.bits_per_element = per_element(static_cast<double>(stats.memory_bytes) * 8);
+  stats.cell_bits_per_element = per_element(static_cast<double>(stats.bits));
 }
 
 // What a checkpoint writes: the metadata record, the slice records that changed since the last
