@@ -191,7 +191,8 @@ struct PartitionReport {
   bool assigned = false;
   // consumed, fpr_probes and fpr_probe_hits, checkpoints, checkpoint_bytes, checkpoint_failures,
   // state_topic_produced_bytes, state_topic_produce_failures, reconciled,
-  // state_corruptions, restores_behind_commit, rebuilds, rebuild_events: their help above.
+  // state_corruptions, restores_behind_commit, rebuilds, rebuild_events, state_topic_read_bytes: their help
+  // above.
 #define BLOOMGATE_REPORT_FIELD(field, name, help) std::uint64_t field = 0;
   BLOOMGATE_PARTITION_COUNTERS(BLOOMGATE_REPORT_FIELD)
 #undef BLOOMGATE_REPORT_FIELD
