@@ -12,8 +12,8 @@
 //   report of PartitionState, no commit protocol, no reporter;
 // - `cancelled` and the live progress (`rebuilding`, `rebuild_progress`, `quarantine_wanted`) are atomics
 //   either side may read at any time.
-// The runner's mutex orders a job's results before its `finished` flag: the loop reads them only after
-// take_finished() (or wait_finished()) returned it.
+// The runner's mutex orders a job's results before the job is listed finished: the loop reads them only
+// after take_finished() returned the job.
 #pragma once
 
 #include <atomic>
