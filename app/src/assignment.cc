@@ -20,6 +20,15 @@ using connectors::TopicPartitions;
 namespace {
 
 constexpr std::chrono::milliseconds kReconcileIdleTimeout{30'000};
+// How long a revocation waits for the restore of a leaving partition to stop (a cancelled read stops at its
+// next poll, 100 ms), and the restore thread for a quarantine it asked the loop for.
+constexpr std::chrono::milliseconds kCancelWait{5'000};
+constexpr std::chrono::milliseconds kQuarantinePollInterval{10};
+constexpr std::chrono::milliseconds kSeekTimeout{5'000};
+
+void throw_if_cancelled(const RestoreJob& job) {
+  if (job.cancelled) throw SideReadCancelled();
+}
 // A rebuild's wait for a schema the catalog is fetching: asked again after 50 ms, doubling to 1 s.
 constexpr std::chrono::milliseconds kSchemaWaitFirstBackoff{50};
 constexpr std::chrono::milliseconds kSchemaWaitLongestBackoff{1'000};
@@ -42,88 +51,185 @@ std::string describe(const TopicPartitions& partitions) {
 
 void Assignment::assigned(TopicPartitions& partitions) {
   spdlog::info("assigned {} partition(s): {}", partitions.size(), describe(partitions));
-  reporter_.set_restoring(true);
+  reporter_.set_assigning(true);
   reporter_.publish();
   if (context_.options.on_restore) context_.options.on_restore();
   try {
     protocol_.settle(/*may_flush=*/true);
-    if (!context_.failed()) assign_partitions(partitions);
+    if (!context_.failed()) submit_restores(partitions);
   } catch (const std::exception& e) {
     // The consumer applies the assignment anyway; the loop produces nothing once the service failed.
     context_.fail("assigning " + describe(partitions) + ": " + e.what());
   }
   state_.invalidate_worker_cache();
   reporter_.set_joined();
-  reporter_.set_restoring(false);
-  reporter_.publish();
+  reporter_.set_assigning(false);
+  publish_restoring();
 }
 
-void Assignment::assign_partitions(TopicPartitions& partitions) {
-  std::vector<ReconcileRequest> requests;
-  std::vector<PartitionWorker*> requesters;
-  std::vector<TopicPartition*> fresh;  // no usable checkpoint
-  std::vector<PartitionWorker*> restored;
-  for (auto& partition : partitions) {
+// One job per partition, for the restore thread; the consumer applies them paused. (Every subscribed topic
+// is a pipeline's input: a partition of another topic would stay paused.)
+void Assignment::submit_restores(const TopicPartitions& partitions) {
+  for (const auto& partition : partitions) {
     const auto pipeline = state_.pipelines().find(partition.topic);
     if (pipeline == state_.pipelines().end()) continue;
     const PartitionKey key(partition.topic, partition.partition);
     PartitionReport& report = state_.report_for(key);
     report.assigned = true;
     report.restored = false;
-    const std::optional<connectors::PartitionCheckpoint> checkpoint = restore(key, *pipeline->second, report);
-    PartitionWorker& worker = *state_.find(key);
-    if (checkpoint) {
-      partition.offset = checkpoint->next_offset;  // resume exactly where the filter stands
-      restored.push_back(&worker);
-      if (worker.output_partition >= 0) {
-        requests.push_back({key.first, key.second, worker.pipeline->output, worker.output_partition,
-                            checkpoint->output_offset, checkpoint->next_offset});
-        requesters.push_back(&worker);
-      }
-    } else {
-      partition.offset = connectors::kNoOffset;  // the committed offset, else auto.offset.reset
-      fresh.push_back(&partition);
+    auto job = std::make_shared<RestoreJob>(key, *pipeline->second, report);
+    job->live_report = &report;
+    job->lost_with_quarantine = state_.take_lost_with_quarantine(key);
+    restoring_[key] = job;
+    runner_.submit(std::move(job));
+  }
+}
+
+void Assignment::poll_restores() {
+  for (auto& job : runner_.take_finished()) finished_.push_back(std::move(job));
+  if (restoring_.empty() && finished_.empty()) return;
+  quarantine_if_wanted();
+  mirror_restore_progress();
+  const auto applied = [&](const std::shared_ptr<RestoreJob>& job) {
+    const auto it = restoring_.find(job->key);
+    if (it == restoring_.end() || it->second != job || job->cancelled) return true;  // revoked meanwhile
+    if (!apply_restore(*job)) return false;  // the seek is tried again next time
+    restoring_.erase(it);
+    return true;
+  };
+  const std::size_t before = restoring_.size();
+  finished_.erase(std::remove_if(finished_.begin(), finished_.end(), applied), finished_.end());
+  if (restoring_.size() != before) publish_restoring();
+}
+
+// A restore found the store corrupt: the directory goes aside here, on the loop thread (it settles the
+// commit protocol first and tells every owned worker), while the restore thread waits for it.
+void Assignment::quarantine_if_wanted() {
+  std::vector<PartitionKey> asking;
+  for (const auto& [key, job] : restoring_) {
+    if (job->quarantine_wanted.exchange(false)) asking.push_back(key);
+  }
+  if (asking.empty()) return;
+  state_.quarantine();
+  // Counted as corrupt by the restore that asked, not again as lost with the quarantine.
+  for (const PartitionKey& key : asking) (void)state_.take_lost_with_quarantine(key);
+}
+
+// Live rebuild progress for /metrics while the restore thread works (the job's own report is copied back
+// when it is applied).
+void Assignment::mirror_restore_progress() {
+  for (const auto& [key, job] : restoring_) {
+    job->live_report->rebuilding = job->rebuilding.load();
+    job->live_report->rebuild_progress = job->rebuild_progress.load();
+  }
+}
+
+// The partition's restore is done: its worker joins PartitionState (after the commit protocol settled, as
+// before any change of the workers), writes its first checkpoint, and its partition is sought to its start
+// and resumed. False when the seek failed (the assignment is still being applied): nothing changed.
+bool Assignment::apply_restore(RestoreJob& job) {
+  const TopicPartition partition{job.key.first, job.key.second, job.start_offset, {}, {}};
+  if (job.failure) {
+    context_.fail("assigning " + describe({partition}) + ": " + *job.failure);
+    return true;
+  }
+  if (job.start_offset >= 0) {
+    if (connectors::KafkaError error = context_.consumer->seek({partition}, kSeekTimeout); !error.ok()) {
+      spdlog::debug("{}: seeking to offset {} failed ({}); trying again", describe({partition}), job.start_offset,
+                    error.message());
+      return false;
     }
   }
-  report_checkpoints_behind_commit(restored);
-  // Without a checkpoint a partition starts at its committed offset, whose metadata may still name the
-  // output offset of the last checkpoint (state lost, or a new machine): the replay from there is
-  // reconciled too. Otherwise only the output's high watermark is needed (the output floor).
-  const std::vector<StartPoint> starts = start_points(fresh);
-  for (std::size_t i = 0; i < fresh.size(); ++i) {
-    PartitionWorker& worker = *state_.find(PartitionKey(fresh[i]->topic, fresh[i]->partition));
-    if (starts[i].offset >= 0) {
-      fresh[i]->offset = starts[i].offset;
-      worker.progress.started_at(starts[i].offset);
-      worker.report->next_offset = starts[i].offset;
+  protocol_.settle(/*may_flush=*/true);
+  PartitionReport& report = *job.live_report;
+  report = job.report;
+  report.assigned = true;
+  job.worker->report = &report;
+  PartitionWorker& worker = state_.add(job.key, std::move(job.worker));
+  state_.invalidate_worker_cache();
+  if (state_.take_lost_with_quarantine(job.key)) worker.progress.store_replaced();
+  // The first checkpoint of a partition without one: where it starts, its filter and the output's present
+  // end. A crash before its first regular checkpoint then restarts here and reconciles what was forwarded
+  // meanwhile, instead of starting over with nothing and forwarding it all again.
+  // Restored from the state topic: written whole to the local store too, so the next restart here is local.
+  if ((job.first_checkpoint && worker.progress.positioned()) || worker.state_topic_baseline) {
+    state_.write_states({&worker});
+  }
+  note_restores(state_.store(), {&worker});
+  if (connectors::KafkaError error = context_.consumer->resume({partition}); !error.ok()) {
+    context_.fail("resuming " + describe({partition}) + " after its restore: " + error.message());
+    return true;
+  }
+  spdlog::info("{}: ready, consuming from {}", describe({partition}),
+               job.start_offset >= 0 ? "offset " + std::to_string(job.start_offset) : std::string("its committed offset"));
+  return true;
+}
+
+void Assignment::publish_restoring() {
+  reporter_.set_restoring(restoring_.size());
+  reporter_.publish();
+}
+
+void Assignment::stop_restores() {
+  for (const auto& [key, job] : restoring_) ++job->live_report->restores_cancelled;
+  runner_.stop();
+  restoring_.clear();
+  finished_.clear();
+}
+
+// On the restore thread: what the job throws is caught here (runner_ runs nothing that may throw).
+void Assignment::run_restore(RestoreJob& job) {
+  job_ = &job;
+  try {
+    run_restore_steps(job);
+  } catch (const SideReadCancelled&) {
+    job.cancelled = true;
+  } catch (const std::exception& e) {
+    job.failure = e.what();
+  }
+  job.rebuilding = false;
+  job_ = nullptr;
+}
+
+// One partition, on the restore thread: its checkpoint (or start point and rebuild), then the output's tail.
+void Assignment::run_restore_steps(RestoreJob& job) {
+  const std::optional<connectors::PartitionCheckpoint> checkpoint = restore(job.key, job.pipeline, job.report);
+  throw_if_cancelled(job);
+  PartitionWorker& worker = *job.worker;
+  std::vector<ReconcileRequest> requests;
+  if (checkpoint) {
+    job.start_offset = checkpoint->next_offset;  // resume exactly where the filter stands
+    report_checkpoints_behind_commit({&worker});
+    if (worker.output_partition >= 0) {
+      requests.push_back({job.key.first, job.key.second, worker.pipeline->output, worker.output_partition,
+                          checkpoint->output_offset, checkpoint->next_offset});
+    }
+  } else {
+    // Without a checkpoint a partition starts at its committed offset, whose metadata may still name the
+    // output offset of the last checkpoint (state lost, or a new machine): the replay from there is
+    // reconciled too. Otherwise only the output's high watermark is needed (the output floor).
+    TopicPartition partition{job.key.first, job.key.second, connectors::kNoOffset, {}, {}};
+    const StartPoint start = start_points({&partition}).front();
+    if (start.offset >= 0) {
+      job.start_offset = start.offset;
+      worker.progress.started_at(start.offset);
+      worker.report->next_offset = start.offset;
     }
     // Events before the committed offset were processed by someone, whose filter is not here: rebuild
     // it from the input history, so that repeats of those keys within the TTL are still dropped.
-    if (starts[i].committed && starts[i].offset > 0) rebuild(worker);
-    if (worker.output_partition < 0) continue;
+    if (start.committed && start.offset > 0) rebuild(worker);
+    throw_if_cancelled(job);
     // Without an output offset in the commit metadata (no commit yet, or one from an older version) the
     // whole output partition is read: a member that forwarded events of this partition may have died, or
     // seen its commits refused in a rebalance, before any commit of it landed; its records are there.
-    const bool reconcile_from_metadata = starts[i].output_offset.has_value() && starts[i].offset >= 0;
-    requests.push_back({fresh[i]->topic, fresh[i]->partition, worker.pipeline->output, worker.output_partition,
-                        reconcile_from_metadata ? *starts[i].output_offset : 0, std::max<std::int64_t>(starts[i].offset, 0)});
-    requesters.push_back(&worker);
+    if (worker.output_partition >= 0) {
+      const bool reconcile_from_metadata = start.output_offset.has_value() && start.offset >= 0;
+      requests.push_back({job.key.first, job.key.second, worker.pipeline->output, worker.output_partition,
+                          reconcile_from_metadata ? *start.output_offset : 0, std::max<std::int64_t>(start.offset, 0)});
+    }
+    job.first_checkpoint = true;
   }
-  reconcile(requests, requesters);
-  // The first checkpoint of a partition without one: where it starts, its empty filter and the output's
-  // present end. A crash before its first regular checkpoint then restarts here and reconciles what was
-  // forwarded meanwhile, instead of starting over with nothing and forwarding it all again.
-  std::vector<PartitionWorker*> starting;
-  for (TopicPartition* partition : fresh) {
-    PartitionWorker& worker = *state_.find(PartitionKey(partition->topic, partition->partition));
-    if (worker.progress.positioned()) starting.push_back(&worker);
-  }
-  // Restored from the state topic: written to the local store too, so the next restart here is local.
-  for (PartitionWorker* worker : restored) {
-    if (worker->state_topic_baseline) starting.push_back(worker);
-  }
-  state_.write_states(starting);
-  note_restores(state_.store(), restored, starting);
+  reconcile(requests, {&worker});
 }
 
 // In at_least_once a commit always follows its checkpoint, so a checkpoint behind the group's committed
@@ -220,8 +326,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
     // A damaged table file fails every compaction that reads it, which stops all writes: the whole
     // directory goes aside, not only this partition's records.
     state_.state_corrupt(report, e.what());
-    state_.quarantine();
-    state_.take_lost_with_quarantine(key);  // counted just above
+    quarantine_from_restore_thread();
     stored.reset();
     filter.reset();
   } catch (const filters::FormatError& e) {
@@ -231,7 +336,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
     stored.reset();
     filter.reset();
   }
-  if (!stored && state_.take_lost_with_quarantine(key)) {
+  if (!stored && job_->lost_with_quarantine) {
     state_.state_corrupt(report, "its state was in the state directory moved aside");
   }
   if (stored && !PartitionDeduplicator::matches_settings(*filter, pipeline)) {
@@ -294,7 +399,7 @@ std::optional<connectors::PartitionCheckpoint> Assignment::restore(const Partiti
     worker->progress.needs_full_image();
   }
   PartitionState::refresh_filter_stats(*worker, wall_clock_now());
-  state_.add(key, std::move(worker));
+  job_->worker = std::move(worker);
   report.last_restore_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   if (!stored) return std::nullopt;
   return stored->checkpoint;
@@ -324,19 +429,19 @@ SideReaderOptions Assignment::side_reader_options(const std::string& role) const
   options.group_id = context_.config.kafka.group_id + "." + role;
   options.idle_timeout = kReconcileIdleTimeout;
   options.request_timeout = kMetadataTimeout;
+  options.cancel = job_ != nullptr ? &job_->cancelled : nullptr;
   return options;
 }
 
 // Puts one record of the input history into the filter. A record whose schema the catalog is still fetching
-// (the registry slow or down) waits for it here, with backoff, since every key of the window must go in: the
-// rebuild holds the loop anyway (it runs inside the rebalance callback). A stop ends the wait.
+// (the registry slow or down) waits for it here, with backoff, since every key of the window must go in (the
+// partition is paused until its restore ends). A stop or a cancellation ends the wait.
 void Assignment::insert_waiting_for_schema(PartitionWorker& worker, const connectors::ConsumedMessage& message) {
   auto backoff = kSchemaWaitFirstBackoff;
   while (worker.deduplicator.decide(event_of(message, *worker.pipeline, header_views_),
                                     message.timestamp_ms().value_or(-1))
              .outcome == Outcome::kWaitForSchema) {
-    if (context_.stop_requested()) return;
-    reporter_.publish();
+    if (context_.stop_requested() || job_->cancelled) return;
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, kSchemaWaitLongestBackoff);
   }
@@ -354,17 +459,20 @@ void Assignment::rebuild(PartitionWorker& worker) {
   report.rebuilding = true;
   ++report.restores_by_source[static_cast<std::size_t>(RestoreSource::kRebuild)];
   report.last_restore_source = RestoreSource::kRebuild;
+  job_->rebuilding = true;
   spdlog::info("{}: no usable state; rebuilding its filter from the input before offset {} (one TTL, {} ms; "
                "source rebuild)",
                connectors::to_string(worker.id), request.end_offset, request.ttl.count());
   const auto insert = [&](connectors::ConsumedMessage& message) {
     insert_waiting_for_schema(worker, message);
     ++report.rebuild_events;
+    if (context_.options.on_rebuild_record) context_.options.on_rebuild_record(worker.id.topic, worker.id.partition);
+    throw_if_cancelled(*job_);
   };
   const auto progress = [&](std::uint64_t read, std::uint64_t total) {
     report.rebuild_progress = total == 0 ? 1.0 : static_cast<double>(read) / static_cast<double>(total);
     spdlog::info("{}: rebuilding, {} of {} input records read", connectors::to_string(worker.id), read, total);
-    reporter_.publish();  // the assignment blocks the loop: keep /metrics and /readyz current meanwhile
+    job_->rebuild_progress = report.rebuild_progress;  // the loop shows it (mirror_restore_progress)
   };
   try {
     const RebuildResult result = rebuild_from_input(request, *context_.admin, options, insert, progress);
@@ -380,11 +488,15 @@ void Assignment::rebuild(PartitionWorker& worker) {
                  "the TTL skipped",
                  connectors::to_string(worker.id), result.from_offset, request.end_offset - 1, result.seconds,
                  result.inserted, result.skipped);
+  } catch (const SideReadCancelled&) {
+    report.rebuilding = false;
+    throw;
   } catch (const std::exception& e) {
     spdlog::error("{}: rebuilding from the input failed ({}); the filter holds only what was read before that",
                   connectors::to_string(worker.id), e.what());
   }
   report.rebuilding = false;
+  job_->rebuilding = false;
   worker.progress.needs_full_image();
 }
 
@@ -427,6 +539,7 @@ void Assignment::reconcile(const std::vector<ReconcileRequest>& requests, const 
 }
 
 void Assignment::revoked(const TopicPartitions& partitions, bool lost) {
+  cancel_restores(partitions);
   protocol_.settle(/*may_flush=*/!lost);
   std::vector<PartitionWorker*> leaving;
   for (const auto& partition : partitions) {
@@ -440,6 +553,43 @@ void Assignment::revoked(const TopicPartitions& partitions, bool lost) {
   state_.invalidate_worker_cache();
   if (lost) protocol_.partitions_lost(partitions);
   spdlog::info("{} {} partition(s): {}", lost ? "lost" : "revoked", partitions.size(), describe(partitions));
+  publish_restoring();
+}
+
+// The restores of partitions that leave stop: they are cancelled, and the revocation waits (bounded) for the
+// restore thread to let go of them, so that it writes nothing to the store for a partition that another
+// worker of this process may own next. Their workers never joined PartitionState: nothing of them is
+// checkpointed or committed.
+void Assignment::cancel_restores(const TopicPartitions& partitions) {
+  std::vector<std::shared_ptr<RestoreJob>> leaving;
+  for (const auto& partition : partitions) {
+    const auto it = restoring_.find(PartitionKey(partition.topic, partition.partition));
+    if (it == restoring_.end()) continue;
+    it->second->cancelled = true;
+    ++it->second->live_report->restores_cancelled;
+    leaving.push_back(it->second);
+    restoring_.erase(it);
+  }
+  const auto deadline = Clock::now() + std::min<Clock::duration>(context_.flush_budget(), kCancelWait);
+  for (const auto& job : leaving) {
+    if (!runner_.wait_finished(*job, deadline)) {
+      spdlog::warn("{}/{}: its restore did not stop within {} ms of its revocation; it is dropped when it does",
+                   job->key.first, job->key.second, std::chrono::duration_cast<std::chrono::milliseconds>(kCancelWait).count());
+    } else {
+      spdlog::info("{}/{}: its restore was cancelled", job->key.first, job->key.second);
+    }
+  }
+}
+
+// On the restore thread: asks the loop to quarantine the corrupt store, and waits until it has (or the job
+// is cancelled), so that this restore and the next ones read the new, empty store.
+void Assignment::quarantine_from_restore_thread() {
+  const std::uint64_t before = state_.store().quarantines();
+  job_->quarantine_wanted = true;
+  const auto deadline = Clock::now() + kCancelWait;
+  while (state_.store().quarantines() == before && !job_->cancelled && Clock::now() < deadline) {
+    std::this_thread::sleep_for(kQuarantinePollInterval);
+  }
 }
 
 }  // namespace bloomgate::app

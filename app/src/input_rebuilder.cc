@@ -42,6 +42,7 @@ class PartitionReader {
   // The next record before end_offset; nothing once the read is past it or at the partition's end.
   std::optional<connectors::ConsumedMessage> next() {
     while (true) {
+      throw_if_cancelled(options_);
       if (Clock::now() > idle_deadline_) {
         throw std::runtime_error("rebuilding " + where() + ": no record for " +
                                  std::to_string(options_.idle_timeout.count()) + " ms before offset " +

@@ -18,7 +18,8 @@
 // in the filter.
 //
 // A bounded read with a short-lived consumer of its own (manual assignment; it never joins or commits for
-// a group), as the output reconciler does. Thread-safety: none needed; runs on the service thread.
+// a group), as the output reconciler does. Thread-safety: none needed; runs on the restore thread
+// (assignment.h), and stops with SideReadCancelled once options.cancel is set.
 #pragma once
 
 #include <chrono>

@@ -97,6 +97,7 @@ std::vector<ReconcileResult> reconcile_outputs(const std::vector<ReconcileReques
   };
   auto idle_deadline = Clock::now() + options.idle_timeout;
   while (unread()) {
+    throw_if_cancelled(options);
     if (Clock::now() > idle_deadline) {
       std::string where;
       for (const auto& [key, read] : reads) {

@@ -10,13 +10,15 @@
 // offset, up to the high watermark asked for when the read starts; records produced after that belong
 // to the service itself (it has not produced anything for these partitions yet).
 //
-// Thread-safety: none needed; a plain function on the service thread.
+// Thread-safety: none needed; a plain function, run on the restore thread (assignment.h).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -60,7 +62,21 @@ struct SideReaderOptions {
   // slow but moving read is not cut off).
   std::chrono::milliseconds idle_timeout{30'000};
   std::chrono::milliseconds request_timeout{10'000};  // one watermark or offset question
+  // Checked between two polls of the read; once true the read stops with SideReadCancelled. Null: never.
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+// A read stopped because its `cancel` flag was set (the partition it was for was revoked, or the service
+// is stopping): nothing it read may be used.
+class SideReadCancelled : public std::runtime_error {
+ public:
+  SideReadCancelled() : std::runtime_error("cancelled") {}
+};
+
+// Throws SideReadCancelled once `options.cancel` is set.
+inline void throw_if_cancelled(const SideReaderOptions& options) {
+  if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) throw SideReadCancelled();
+}
 using ReconcileOptions = SideReaderOptions;
 
 // A consumer for such a reader, with end-of-partition events on: a partition whose last offsets hold no

@@ -111,6 +111,7 @@ connectors::ConsumerOptions ServiceLoop::consumer_options() {
   options.group_id = config_.kafka.group_id;
   if (!config_.kafka.instance_name.empty()) options.group_instance_id = config_.kafka.instance_name;
   options.hooks = options_.hooks;
+  options.assign_paused = true;  // each new partition is resumed once its restore is done (assignment.h)
   options.on_assigned = [this](TopicPartitions& partitions) { assignment_.assigned(partitions); };
   options.on_revoked = [this](TopicPartitions& partitions) { assignment_.revoked(partitions, /*lost=*/false); };
   options.on_lost = [this](TopicPartitions& partitions) { assignment_.revoked(partitions, /*lost=*/true); };
@@ -157,6 +158,7 @@ void ServiceLoop::check_timers() {
   retention_.poll(now);
   router_.limits().poll(now);
   protocol_->tick(now);
+  assignment_.poll_restores();
   if (options_.schemas) {
     schema_waits_.resume_ready(*context_.consumer, *options_.schemas);
     context_.partitions_waiting_for_schema = schema_waits_.held();
@@ -231,6 +233,7 @@ void ServiceLoop::stop_at_unkeyable(const PartitionWorker& worker, const Consume
 void ServiceLoop::shut_down() {
   if (context_.failed()) return;
   context_.stop_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(config_.shutdown.grace_period);
+  assignment_.stop_restores();  // a partition still restoring has nothing to flush or commit
   reporter_.set_running(false);
   spdlog::info("stopping: flushing and committing (grace period {} ms)",
                std::chrono::duration_cast<std::chrono::milliseconds>(config_.shutdown.grace_period).count());
@@ -260,6 +263,7 @@ void ServiceLoop::shut_down() {
 
 void ServiceLoop::close_clients() noexcept {
   batch_.clear();  // records must not outlive their consumer (a failure may leave a batch half-handled)
+  assignment_.stop_restores();  // the restore thread asks the consumer: joined before it closes
   if (context_.consumer) {
     // close() revokes what is still assigned; after a failure, the revocation commits nothing. A member
     // still joining waits for its first assignment within half of what is left of the grace period: the

@@ -145,6 +145,9 @@ struct ServiceMetrics::Families {
             "1 while the service consumes (start-up checks passed, not stopping)").Add({})),
         waiting_for_schema(family(prometheus::BuildGauge(), r, "bloomgate_partitions_waiting_for_schema",
             "Input partitions paused at a record whose schema is being fetched from the schema registry").Add({})),
+        restoring(family(prometheus::BuildGauge(), r, "bloomgate_partitions_restoring",
+            "Input partitions assigned here and paused while their state is restored (checkpoint, rebuild, "
+            "reconciliation) on the restore thread").Add({})),
         registry_failures(family(prometheus::BuildCounter(), r, "bloomgate_schema_registry_failed_requests_total",
             "Schema registry requests that got no answer (refused, timed out, 5xx); retried with backoff").Add({})),
         registry_up(family(prometheus::BuildGauge(), r, "bloomgate_schema_registry_up",
@@ -172,6 +175,7 @@ struct ServiceMetrics::Families {
   prometheus::Family<Counter>& transactions;
   Gauge& running;
   Gauge& waiting_for_schema;
+  Gauge& restoring;
   Counter& registry_failures;
   Gauge& registry_up;
   prometheus::Family<Counter>& restores;
@@ -265,6 +269,7 @@ void ServiceMetrics::update(const ServiceSnapshot& snapshot) {
   }
   families_->running.Set(snapshot.running ? 1 : 0);
   families_->waiting_for_schema.Set(static_cast<double>(snapshot.partitions_waiting_for_schema));
+  families_->restoring.Set(static_cast<double>(snapshot.partitions_restoring));
   advance(families_->registry_failures, snapshot.schema_registry_failures);
   families_->registry_up.Set(snapshot.schema_registry_reachable ? 1 : 0);
 }

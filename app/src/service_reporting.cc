@@ -33,7 +33,8 @@ void ServiceReporter::publish() {
   snapshot.transactions_aborted = context_.counters.transactions_aborted;
   snapshot.processing_latency = processing_latency_;
   snapshot.producer_queue = context_.producer ? context_.producer->outq_len() : 0;
-  snapshot.running = running_ && joined_ && !restoring_;
+  snapshot.running = running_ && joined_ && !assigning_ && restoring_ == 0;
+  snapshot.partitions_restoring = restoring_;
   snapshot.partitions_waiting_for_schema = context_.partitions_waiting_for_schema;
   if (context_.options.schemas) {
     snapshot.schema_registry_failures = context_.options.schemas->failed_requests();

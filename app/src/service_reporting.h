@@ -21,7 +21,10 @@ class ServiceReporter {
   // Readiness (ServiceSnapshot::running): consuming, the group's first assignment received, not restoring.
   void set_running(bool running) { running_ = running; }
   void set_joined() { joined_ = true; }
-  void set_restoring(bool restoring) { restoring_ = restoring; }
+  // Inside the rebalance callback of an assignment (not ready, whatever it assigns).
+  void set_assigning(bool assigning) { assigning_ = assigning; }
+  // Partitions assigned and not restored yet (restore thread, assignment.h): not ready while there is any.
+  void set_restoring(std::size_t partitions) { restoring_ = partitions; }
 
   LatencyHistogram& processing_latency() { return processing_latency_; }
 
@@ -38,7 +41,8 @@ class ServiceReporter {
   LatencyHistogram processing_latency_;
   bool running_ = false;
   bool joined_ = false;     // the group has given this member its first assignment (possibly empty)
-  bool restoring_ = false;  // inside an assignment: restoring, rebuilding, reconciling
+  bool assigning_ = false;
+  std::size_t restoring_ = 0;  // partitions restoring, rebuilding, reconciling
   mutable std::mutex mutex_;
   ServiceSnapshot published_;
 };

@@ -116,6 +116,7 @@ ServiceSnapshot merge_snapshots(std::span<const ServiceSnapshot> snapshots) {
     merged.transactions_aborted += snapshot.transactions_aborted;
     merged.producer_queue += snapshot.producer_queue;
     merged.partitions_waiting_for_schema += snapshot.partitions_waiting_for_schema;
+    merged.partitions_restoring += snapshot.partitions_restoring;
     merged.schema_registry_failures = std::max(merged.schema_registry_failures, snapshot.schema_registry_failures);
     merged.schema_registry_reachable = merged.schema_registry_reachable && snapshot.schema_registry_reachable;
     add(merged.processing_latency, snapshot.processing_latency);

@@ -141,18 +141,14 @@ std::optional<StateTopicRestore> restore_from_state_topic(const std::string& sta
   return restore;
 }
 
-void note_restores(connectors::StateStore& store, const std::vector<PartitionWorker*>& restored,
-                   const std::vector<PartitionWorker*>& started) {
+void note_restores(connectors::StateStore& store, const std::vector<PartitionWorker*>& workers) {
   std::vector<connectors::RestoreNote> notes;
   const std::int64_t now_ms = wall_clock_ms();
-  for (const auto* workers : {&restored, &started}) {
-    for (const PartitionWorker* worker : *workers) {
-      const std::optional<RestoreSource> source = worker->report->last_restore_source;
-      const bool noted = std::any_of(notes.begin(), notes.end(),
-                                     [&](const connectors::RestoreNote& note) { return note.id == worker->id; });
-      if (source && !noted) notes.push_back({worker->id, std::string(restore_source_name(*source)), now_ms});
-    }
+  for (const PartitionWorker* worker : workers) {
+    const std::optional<RestoreSource> source = worker->report->last_restore_source;
+    if (source) notes.push_back({worker->id, std::string(restore_source_name(*source)), now_ms});
   }
+  if (notes.empty()) return;
   try {
     store.write_restore_notes(notes);
   } catch (const connectors::StateStoreError& e) {

@@ -81,10 +81,9 @@ std::optional<StateTopicRestore> restore_from_state_topic(const std::string& sta
                                                           const connectors::Admin& admin,
                                                           const SideReaderOptions& options, PartitionReport& report);
 
-// Writes where each partition of `restored` and `started` took its state from at this assignment (its
-// report's last_restore_source), with the time, as the partitions' restore notes in the store, for
-// `bloomgate inspect`. A note that cannot be written is logged and left out: the service does not need it.
-void note_restores(connectors::StateStore& store, const std::vector<PartitionWorker*>& restored,
-                   const std::vector<PartitionWorker*>& started);
+// Writes where each partition of `workers` took its state from at its restore (its report's
+// last_restore_source), with the time, as the partitions' restore notes in the store, for `bloomgate inspect`.
+// A note that cannot be written is logged and left out: the service does not need it.
+void note_restores(connectors::StateStore& store, const std::vector<PartitionWorker*>& workers);
 
 }  // namespace bloomgate::app

@@ -228,6 +228,37 @@ TEST(ConsumerGroup, AssignedFunctionChoosesTheStartOffset) {
   EXPECT_EQ(offsets.back(), 49);
 }
 
+// With assign_paused the assigned partition fetches nothing while it is paused (the service restores its
+// state meanwhile); once sought to a start and resumed, it is consumed from there, each record once.
+TEST(ConsumerGroup, AnAssignmentAppliedPausedFetchesNothingUntilSoughtAndResumed) {
+  EmbeddedBroker broker;
+  ASSERT_TRUE(broker.create_topic("paused", 1).ok());
+  produce_numbered(broker, "paused", 50);
+  ConsumerOptions options;
+  options.group_id = "paused-group";
+  options.assign_paused = true;
+  bool assigned = false;
+  options.on_assigned = [&](TopicPartitions& partitions) { assigned = assigned || !partitions.empty(); };
+  Consumer consumer(consumer_config(broker), std::move(options));
+  ASSERT_TRUE(consumer.subscribe({"paused"}).ok());
+  std::vector<std::int64_t> offsets;
+  const auto take = [&](ConsumedMessage& message) {
+    if (message.error().ok()) offsets.push_back(message.offset());
+  };
+  ASSERT_TRUE(poll_until({&consumer}, [&] { return assigned; }, test_support::kWaitLimit, take));
+  // Two seconds of polls: long enough for many fetches (fetch.wait.max.ms is short here) had it not been paused.
+  (void)poll_until({&consumer}, [] { return false; }, std::chrono::seconds(2), take);
+  EXPECT_TRUE(offsets.empty()) << "a paused partition handed out " << offsets.size() << " records";
+  const TopicPartitions start{{"paused", 0, 30, {}, {}}};
+  ASSERT_TRUE(poll_until({&consumer}, [&] { return consumer.seek(start, std::chrono::seconds(5)).ok(); },
+                         test_support::kWaitLimit, take));
+  ASSERT_TRUE(consumer.resume(start).ok());
+  ASSERT_TRUE(poll_until({&consumer}, [&] { return !offsets.empty() && offsets.back() == 49; }, test_support::kWaitLimit,
+                         take));
+  EXPECT_EQ(offsets.size(), 20U);
+  EXPECT_EQ(offsets.front(), 30);
+}
+
 // poll_batch() hands out many records per call, in offset order, each once; a seek while a batch is in hand
 // (the rewind after an aborted transaction) marks that partition's remaining records stale, and the next
 // batches start at the new position.

@@ -31,7 +31,8 @@ Consumer::Callbacks::Callbacks(ConsumerOptions& options)
       on_assigned_(std::move(options.on_assigned)),
       on_revoked_(std::move(options.on_revoked)),
       on_lost_(std::move(options.on_lost)),
-      on_commit_(std::move(options.on_commit)) {}
+      on_commit_(std::move(options.on_commit)),
+      assign_paused_(options.assign_paused) {}
 
 Consumer::Consumer(const KafkaConfig& config, ConsumerOptions options)
     : callbacks_(std::make_unique<Callbacks>(options)) {
@@ -103,6 +104,18 @@ void Consumer::Callbacks::assign(rd_kafka_t* handle, rd_kafka_topic_partition_li
     apply_error(KafkaError::from_error_object(rd_kafka_incremental_assign(handle, partitions), "incremental assign"));
   } else {
     apply_error(KafkaError(rd_kafka_assign(handle, partitions), "assign"));
+  }
+  // The partitions exist in this client once assigned; paused now, they stay so until resume(). Records a
+  // fetch returned before the pause took effect are still handed out: the caller skips partitions it has not
+  // made ready, and its seek() before resume() discards them.
+  if (assign_paused_ && partitions->cnt > 0) {
+    const rd_kafka_resp_err_t code = rd_kafka_pause_partitions(handle, partitions);
+    apply_error(KafkaError(code, "pause the assigned partitions"));
+    for (int i = 0; i < partitions->cnt; ++i) {
+      if (partitions->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        apply_error(KafkaError(partitions->elems[i].err, "pause an assigned partition"));
+      }
+    }
   }
 }
 

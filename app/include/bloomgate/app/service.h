@@ -166,6 +166,8 @@ struct DuplicateAgeHistogram : BucketCounts<9> {
   COUNTER(rebuilds, "bloomgate_rebuilds_total", "Rebuilds of the partition's filter from the input history, finished") \
   COUNTER(rebuild_events, "bloomgate_rebuild_events_total",                                                    \
           "Input records inserted into the filter by rebuilds (nothing was produced)")                         \
+  COUNTER(restores_cancelled, "bloomgate_restores_cancelled_total",                                            \
+          "Restores stopped before they finished: the partition was revoked or lost, or the service stopped") \
   COUNTER(state_topic_read_bytes, "bloomgate_state_topic_read_bytes_total",                                    \
           "Bytes (keys and values) read from the state topic to restore the partition")
 
@@ -246,6 +248,9 @@ struct ServiceSnapshot {
   // Schema Registry keys (schema_catalog.h): partitions paused at a record whose schema is being fetched,
   // the registry's requests that failed (the process's, not summed over workers), and whether it answers.
   std::uint64_t partitions_waiting_for_schema = 0;
+  // Partitions assigned here whose restore (checkpoint, rebuild, reconciliation) has not finished: paused
+  // meanwhile, while the others are consumed. /readyz answers 503 while there is any.
+  std::uint64_t partitions_restoring = 0;
   std::uint64_t schema_registry_failures = 0;
   bool schema_registry_reachable = true;
   LatencyHistogram processing_latency;
@@ -263,6 +268,9 @@ struct ServiceOptions {
   // On the service thread when an assignment starts, after the not-ready snapshot is published and before
   // any partition is restored (tests look at /readyz from here).
   std::function<void()> on_restore;
+  // On the restore thread, after each record a rebuild put into a partition's filter (tests slow rebuilds
+  // down with it).
+  std::function<void(const std::string& topic, std::int32_t partition)> on_rebuild_record;
   // The file system of the state store; nullptr is the local one. Tests inject faults with it.
   const connectors::StateEnvironment* state_environment = nullptr;
   // The state directory, opened and shared by the workers of the process (service_workers.h); nullptr: the

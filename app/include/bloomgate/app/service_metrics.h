@@ -24,7 +24,9 @@
 //     bloomgate_reconciled_events_total, bloomgate_state_corruptions_total, bloomgate_restore_duration_seconds,
 //     bloomgate_restores_behind_commit_total (a checkpoint older than the group's committed offset);
 //     rebuilding from the input history: bloomgate_rebuilding (0/1), bloomgate_rebuild_progress_ratio,
-//     bloomgate_rebuilds_total, bloomgate_rebuild_events_total, bloomgate_rebuild_duration_seconds
+//     bloomgate_rebuilds_total, bloomgate_rebuild_events_total, bloomgate_rebuild_duration_seconds;
+//     bloomgate_restores_cancelled_total (a restore stopped by a revocation, a loss or a stop)
+//   bloomgate_partitions_restoring: partitions assigned and paused while they restore (restore thread)
 //   bloomgate_event_processing_seconds (histogram, one event in 64 timed)
 //   bloomgate_duplicate_age_seconds{pipeline,topic,partition} (histogram): how long before a duplicate its key
 //     had been seen, from the slice that matched; buckets DuplicateAgeHistogram::kTtlShares x the pipeline's TTL

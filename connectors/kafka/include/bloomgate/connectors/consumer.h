@@ -14,6 +14,9 @@
 //             checkpoint and commit them; then rd_kafka_incremental_unassign.
 //   lost      on_lost(partitions) instead of on_revoked when the assignment was lost (session timeout,
 //             fenced): another member may already own them, so committing would fail or be wrong.
+//   paused    with ConsumerOptions::assign_paused, every partition an assignment adds is paused right after
+//             it is applied (rd_kafka_pause_partitions): it fetches nothing until resume(). The caller
+//             restores its state meanwhile and resumes it, after a seek() to its start, when it is ready.
 // If the group ends up on the EAGER protocol (a member that does not support cooperative), the full
 // assignment is replaced (rd_kafka_assign) and the same functions are called with the full lists.
 // An exception from these functions is caught and reported, and the assignment change is applied anyway
@@ -67,6 +70,7 @@ struct ConsumerOptions {
   PartitionsFunction on_lost;
   CommitFunction on_commit;
   ClientHooks hooks;
+  bool assign_paused = false;  // newly assigned partitions start paused (see "Rebalances" above)
 };
 
 enum class CommitMode { kSync, kAsync };
@@ -169,6 +173,7 @@ class Consumer {
     PartitionsFunction on_revoked_;
     PartitionsFunction on_lost_;
     CommitFunction on_commit_;
+    bool assign_paused_ = false;
     bool assigned_once_ = false;
     bool reporting_ = true;
   };
