@@ -170,7 +170,9 @@ StateSettings read_state(const Context& ctx, MapReader& root) {
         if (const YAML::Node n = state.take("checkpoint_interval")) {
           out.checkpoint_interval = read_positive_duration(ctx, n, "state.checkpoint_interval");
         }
-        if (const YAML::Node n = state.take("topic")) out.topic = read_topic(ctx, n, "state.topic");
+        // An empty state.topic (the Helm chart's default) is off, as leaving the key out is.
+        const YAML::Node topic = state.take("topic");
+        if (topic && !detail::read_string(ctx, topic, "state.topic").empty()) out.topic = read_topic(ctx, topic, "state.topic");
         if (const YAML::Node n = state.take("topic_replication_factor")) {
           out.topic_replication_factor = read_replication_factor(ctx, n, "state.topic_replication_factor");
         }

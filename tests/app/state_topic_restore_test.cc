@@ -220,6 +220,43 @@ TEST(StateTopicRestore, AFreshStateDirectoryRestoresEveryPartitionFromTheStateTo
   EXPECT_EQ(store->list().size(), static_cast<std::size_t>(kPartitions));
 }
 
+// Both sides of the service together: an instance with state.topic writes its checkpoints there itself,
+// and an instance with a fresh state directory (a moved pod, a lost volume) takes over from them, in
+// at_least_once and in exactly_once (where the records went through the transactions).
+class StateTopicTakeover : public ::testing::TestWithParam<config::Guarantee> {};
+
+// On the real broker (the kafka tier) the service creates the state topic itself, compacted; the embedded
+// broker has no CreateTopics, so the test creates it there.
+TEST_P(StateTopicTakeover, AFreshInstanceRestoresWhatTheServiceWroteToItsStateTopic) {
+  TestBroker broker;
+  create_topics(broker, {"orders", "orders-unique"}, kPartitions);
+  if (!kOnRealKafka) create_topics(broker, {kStateTopic}, kPartitions);
+  config::Config first = service_config(broker, "state-topic-takeover", {orders_pipeline()});
+  first.state.topic = kStateTopic;
+  first.kafka.guarantee = GetParam();
+  if (GetParam() == config::Guarantee::kExactlyOnce) first.kafka.instance_name = "takeover";
+  const std::int64_t start = past_start_ms();
+  produce_all(broker, "orders", keyed_events(numbered_keys("early", 0, 300), start));
+  run_until_stopped(broker, first, 300);
+
+  config::Config second = first;
+  second.state.dir = TestDirectories::instance().fresh("state");
+  const SecondRun run = run_with_repeats(broker, second, start);
+  EXPECT_EQ(run.snapshot.duplicates, 150U) << "repeats of keys seen by the first instance must be dropped";
+  EXPECT_EQ(run.snapshot.forwarded, 150U);
+  EXPECT_EQ(restores(run, "state_topic"), kPartitions) << run.scrape << run.log;
+  EXPECT_EQ(restores(run, "rebuild"), 0) << run.scrape;
+  EXPECT_EQ(sum_of(run.snapshot, &PartitionReport::rebuild_events), 0U) << "nothing was rebuilt from the input";
+  expect_exact_answer(compare_with_exact_answer(broker, "orders", "orders-unique"));
+}
+
+INSTANTIATE_TEST_SUITE_P(StateTopicRestore, StateTopicTakeover,
+                         ::testing::Values(config::Guarantee::kAtLeastOnce, config::Guarantee::kExactlyOnce),
+                         [](const auto& param_info) {
+                           return std::string(param_info.param == config::Guarantee::kAtLeastOnce ? "AtLeastOnce"
+                                                                                            : "ExactlyOnce");
+                         });
+
 TEST(StateTopicRestore, ACurrentLocalCheckpointWinsOverTheStateTopic) {
   SKIP_ON_REAL_KAFKA("the source decision, whatever the broker");
   TestBroker broker;

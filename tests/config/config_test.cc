@@ -192,6 +192,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Config, AStateTopicIsOffUnlessNamedAndItsReplicasDefaultToTheBrokers) {
   EXPECT_EQ(parse(kMinimal).state.topic, "");
+  EXPECT_EQ(parse("state: {topic: \"\"}\n" + kMinimal).state.topic, "");
   const Config c = parse("state: {topic: bloomgate-state}\n" + kMinimal);
   EXPECT_EQ(c.state.topic, "bloomgate-state");
   EXPECT_EQ(c.state.topic_replication_factor, kBrokerDefaultReplication);

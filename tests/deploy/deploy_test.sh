@@ -128,6 +128,11 @@ rejected("replicaCount: \"three\"", lambda v: v.update(replicaCount="three"))
 rejected("an unknown top-level key (replicas)", lambda v: v.update(replicas=3))
 rejected("a config without pipelines", lambda v: v["config"].pop("pipelines"))
 rejected("persistence.size: ten", lambda v: v["persistence"].update(size="ten"))
+rejected("config.state.topic: \"a b\"", lambda v: v["config"]["state"].update(topic="a b"))
+without_volumes = copy.deepcopy(values)
+without_volumes["persistence"]["enabled"] = False
+without_volumes["config"]["state"].update(topic="bloomgate-state", topic_replication_factor=3)
+report(validator.is_valid(without_volumes), "the schema accepts the switch without volumes (persistence off, a state topic)")
 listen_port = values["config"]["metrics"]["listen"].rsplit(":", 1)
 report(listen_port == ["0.0.0.0", str(values["containerPorts"]["metrics"])],
        "config.metrics.listen is 0.0.0.0 at containerPorts.metrics", values["config"]["metrics"]["listen"])
@@ -145,6 +150,8 @@ report(values["persistence"]["enabled"] and values["pdb"]["create"] and not valu
 # What the ConfigMap holds: toYaml of .Values.config, which goes through JSON (sigs.k8s.io/yaml) and sorts keys.
 with open(rendered_path, "w") as out:
     yaml.safe_dump(json.loads(json.dumps(values["config"])), out, sort_keys=True)
+with open(rendered_path.replace(".yaml", "-state-topic.yaml"), "w") as out:
+    yaml.safe_dump(json.loads(json.dumps(without_volumes["config"])), out, sort_keys=True)
 PY
 check "configmap.yaml embeds .Values.config with toYaml" \
   grep -qF 'toYaml .Values.config | nindent 4' "$chart/templates/configmap.yaml"
@@ -156,6 +163,10 @@ if [[ $? -ne 0 && "$out" == *"environment variable POD_NAME is not set"* ]]; the
 else
   fail "the chart's config takes kafka.instance_name from \${env:POD_NAME}" "$out"
 fi
+check "the config of the switch without volumes passes bloomgate validate" \
+  env POD_NAME=bloomgate-0 "$bin" validate --config "$tmp/chart-config-state-topic.yaml"
+check "NOTES.txt tells a release without volumes by its state topic" \
+  grep -qF '{{- if and (not .Values.persistence.enabled) $stateTopic }}' "$chart/templates/NOTES.txt"
 check "check_chart_values.py passes" "$py" "$here/check_chart_values.py" "$chart"
 "$py" "$here/check_chart_values.py" "$chart" | sed 's/^/     /'
 cp -r "$chart" "$tmp/mutated"
