@@ -32,22 +32,6 @@ config::PipelineSettings events_pipeline() {
   return settings;
 }
 
-// Events with the given keys (partitioned by key, or all in `partition`), stamped `first_ms` + 10 ms each.
-std::vector<Event> keyed_events(const std::vector<std::string>& keys, std::int64_t first_ms,
-                                std::int32_t partition = connectors::kAnyPartition) {
-  std::vector<Event> events;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    events.push_back({keys[i], "value of " + keys[i], {}, first_ms + static_cast<std::int64_t>(i) * 10, partition});
-  }
-  return events;
-}
-
-std::vector<std::string> numbered_keys(const std::string& prefix, int from, int to) {
-  std::vector<std::string> keys;
-  for (int i = from; i < to; ++i) keys.push_back(prefix + "-" + std::to_string(i));
-  return keys;
-}
-
 // Topics "events" -> "events-unique" with `partitions` each, `early_events` keyed events consumed and
 // committed by a first run of group `group`, whose state directory is then removed: the next owner of each
 // partition rebuilds its filter from them. Returns the configuration for the next runs.

@@ -54,6 +54,23 @@ inline std::int64_t distinct_keys(const std::vector<Event>& events) {
   return static_cast<std::int64_t>(keys.size());
 }
 
+// Events with the given keys (partitioned by key, or all in `partition`), stamped `first_ms` + 10 ms each.
+inline std::vector<Event> keyed_events(const std::vector<std::string>& keys, std::int64_t first_ms,
+                                       std::int32_t partition = connectors::kAnyPartition) {
+  std::vector<Event> events;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    events.push_back({keys[i], "value of " + keys[i], {}, first_ms + static_cast<std::int64_t>(i) * 10, partition});
+  }
+  return events;
+}
+
+// "<prefix>-<from>" ... "<prefix>-<to - 1>".
+inline std::vector<std::string> numbered_keys(const std::string& prefix, int from, int to) {
+  std::vector<std::string> keys;
+  for (int i = from; i < to; ++i) keys.push_back(prefix + "-" + std::to_string(i));
+  return keys;
+}
+
 // The YAML of a `bloomgate run` pipeline "orders" -> "orders-unique", keyed by the message key, TTL 1h,
 // error rate 1e-6: within a test every repeat is a duplicate and a false positive is all but impossible.
 inline std::string orders_pipeline_yaml(std::uint64_t expected_per_ttl = 20'000) {

@@ -75,21 +75,6 @@ class LogCapture {
   std::shared_ptr<Sink> sink_;
 };
 
-std::vector<Event> keyed_events(const std::vector<std::string>& keys, std::int64_t first_ms) {
-  std::vector<Event> events;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    events.push_back({keys[i], "value of " + keys[i], {}, first_ms + static_cast<std::int64_t>(i) * 10,
-                      connectors::kAnyPartition});
-  }
-  return events;
-}
-
-std::vector<std::string> numbered_keys(const std::string& prefix, int from, int to) {
-  std::vector<std::string> keys;
-  for (int i = from; i < to; ++i) keys.push_back(prefix + "-" + std::to_string(i));
-  return keys;
-}
-
 // Topics orders -> orders-unique and the state topic, 4 partitions each; a service in `group` without a
 // state topic (the one that writes the checkpoints the test publishes).
 config::Config first_service(TestBroker& broker, const std::string& group) {
