@@ -6,7 +6,7 @@
 // false-positive rate (contains() of keys never inserted), the filter's own estimate, its slice (table)
 // count, its memory and its bits per key in the window. The targets it reports: FPR at most 2x the target
 // during the jump (and the TTL after it, while burst keys are still in the window) for the time-limited
-// filter and 1.5x for the aging-fingerprint filter (issue 44), and the slice count back to k+l within two
+// filter and 1.5x for the aging-fingerprint filter, and the slice count back to k+l within two
 // TTLs after the burst.
 //
 // The expiry slack, per type, at the base rate: how long past the TTL a key is still reported present.
@@ -256,7 +256,7 @@ const char* verdict(double reached, double limit) {
 // ------------------------------------------------------------------------------------------------------
 // Output
 
-// One filter type's burst run, targets and slack. The aging-fingerprint filter's burst limit is issue 44's.
+// One filter type's burst run, targets and slack (the aging-fingerprint filter's burst limit is 1.5x, above).
 struct TypeResult {
   filters::FilterType type;
   double burst_limit;

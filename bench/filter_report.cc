@@ -140,7 +140,7 @@ std::pair<const FilterResult*, const FilterResult*> rows_of(const RateReport& r,
   return {nullptr, nullptr};
 }
 
-// The targets in force (issue 44): the aging-fingerprint filter against the time-limited filter on the same
+// The targets in force: the aging-fingerprint filter against the time-limited filter on the same
 // streams, and the time-limited filter's own accuracy and its memory against the exact set. Memory is whole
 // memory (FilterStats::memory_bytes) per distinct key in the window.
 std::vector<Target> targets(const std::vector<RateReport>& reports) {

@@ -21,7 +21,7 @@ namespace {
 
 constexpr std::chrono::milliseconds kReconcileIdleTimeout{30'000};
 // How long a revocation waits for the restore of a leaving partition to stop (a cancelled read stops at its
-// next poll, 100 ms), and the restore thread for a quarantine it asked the loop for.
+// next poll: the side readers' kPollTimeout), and the restore thread for a quarantine it asked the loop for.
 constexpr std::chrono::milliseconds kCancelWait{5'000};
 constexpr std::chrono::milliseconds kQuarantinePollInterval{10};
 constexpr std::chrono::milliseconds kSeekTimeout{5'000};

@@ -77,7 +77,7 @@ class RestoreRunner {
   // Waits until `job` is finished, at most until `deadline`; true when it is.
   bool wait_finished(const RestoreJob& job, std::chrono::steady_clock::time_point deadline);
   // Cancels every job, queued or running, and joins the thread. A cancelled rebuild or reconciliation stops
-  // at its next poll (100 ms); a single request in flight (a watermark or committed-offset question) ends
+  // at its next poll (the side readers' kPollTimeout); a single request in flight (a watermark or committed-offset question) ends
   // within its own timeout (kMetadataTimeout). Idempotent.
   void stop();
 
