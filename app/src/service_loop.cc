@@ -26,6 +26,7 @@ constexpr std::uint64_t kTimeOneEventIn = 63;        // mask: the latency histog
 // Events between two reads of the clock for the checkpoint and snapshot timers under load (an idle poll
 // always checks them): at 10^6 events/s, every 64 us.
 constexpr std::uint32_t kTimerCheckEvery = 64;
+constexpr std::chrono::milliseconds kSeekBackTimeout{5'000};
 
 void observe_age(PartitionReport& report, filters::Duration age, filters::Duration ttl) {
   using Seconds = std::chrono::duration<double>;
@@ -178,6 +179,7 @@ void ServiceLoop::handle(ConsumedMessage& message) {
   }
   PartitionWorker* worker = state_.worker_for(message);
   if (worker == nullptr) return;  // fetched just before its partition was revoked: the next owner has it
+  if (message.offset() < worker->progress.next_offset()) return seek_back(*worker, message);
   const bool timed = (++events_since_timing_ & kTimeOneEventIn) == 0;
   const auto started = timed ? Clock::now() : Clock::time_point{};
   const EventView event = event_of(message, *worker->pipeline, header_views_);
@@ -197,6 +199,22 @@ void ServiceLoop::handle(ConsumedMessage& message) {
   worker->progress.processed(message.offset());
   report.next_offset = worker->progress.next_offset();
   if (timed) reporter_.processing_latency().observe(std::chrono::duration<double>(Clock::now() - started).count());
+}
+
+// A record behind the partition's position: librdkafka moved the fetch position back after the seek that
+// made the partition ready (an offset fetch for the paused partition that answered after the seek resets it
+// to the group's commit or to auto.offset.reset). Every record before the position is decided already, or
+// before the partition's start: none is decided again; the partition is sought back to its position, so
+// its fetches do not re-read what lies between.
+void ServiceLoop::seek_back(const PartitionWorker& worker, const ConsumedMessage& message) {
+  const std::int64_t position = worker.progress.next_offset();
+  spdlog::warn("{}/{}: the consumer handed out offset {}, behind the partition's position {}; seeking back to it",
+               message.topic(), message.partition(), message.offset(), position);
+  const connectors::TopicPartition partition{std::string(message.topic()), message.partition(), position, {}, {}};
+  if (KafkaError error = context_.consumer->seek({partition}, kSeekBackTimeout); !error.ok()) {
+    spdlog::warn("{}/{}: seeking back to offset {} failed ({}); its records before it are passed over",
+                 message.topic(), message.partition(), position, error.message());
+  }
 }
 
 // The partition stops at this record until the catalog has its schema (schema_waits.h).

@@ -45,6 +45,7 @@ class ServiceLoop final : private ProduceEvents, private StateEvents {
   void handle(connectors::ConsumedMessage& message);
   Verdict decide(PartitionWorker& worker, const connectors::ConsumedMessage& message, const EventView& event);
   void hold_for_schema(const connectors::ConsumedMessage& message, std::uint32_t schema_id);
+  void seek_back(const PartitionWorker& worker, const connectors::ConsumedMessage& message);
   void after_event();
   void check_timers();
   void stop_at_unkeyable(const PartitionWorker& worker, const connectors::ConsumedMessage& message,

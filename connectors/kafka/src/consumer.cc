@@ -107,7 +107,8 @@ void Consumer::Callbacks::assign(rd_kafka_t* handle, rd_kafka_topic_partition_li
   }
   // The partitions exist in this client once assigned; paused now, they stay so until resume(). Records a
   // fetch returned before the pause took effect are still handed out: the caller skips partitions it has not
-  // made ready, and its seek() before resume() discards them.
+  // made ready, and its seek() before resume() discards them. librdkafka's fetch of the committed offset
+  // may answer after that seek and move the position back: the caller passes over records behind it.
   if (assign_paused_ && partitions->cnt > 0) {
     const rd_kafka_resp_err_t code = rd_kafka_pause_partitions(handle, partitions);
     apply_error(KafkaError(code, "pause the assigned partitions"));
