@@ -10,9 +10,9 @@
 //     nothing is lost or forwarded twice;
 //   - a local checkpoint that is current wins (source="local") although the state topic holds one; one
 //     behind the group's commit loses to the state topic's further checkpoint.
-// The state topic's contents are made by the test there: the write side is another part of the service.
-// The tests after StateTopicTakeover run the service with state.topic itself, the write side and the read
-// side together: a restore from what the real broker's compaction kept, a member killed with -9 whose
+// Where the test makes the state topic's contents, the write side is another part of the service.
+// StateTopicTakeover and the three tests after it run the service with state.topic itself, the write side
+// and the read side together: a fresh instance taking over, and a restore from what the real broker's compaction kept, a member killed with -9 whose
 // state directory is then deleted, and a scale-out from 1 to 3 instances and back to 1. Each checks the
 // exact answer and where each restored partition's state came from.
 #include <gtest/gtest.h>
