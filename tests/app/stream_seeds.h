@@ -17,6 +17,8 @@ inline constexpr std::uint64_t kCleanStopSeed = 6006, kSigtermSeed = 7007, kOuta
 inline constexpr std::uint64_t kTwoInstancesSeed = 8008, kTwoInstancesKillSeed = 8009;
 // service_transactions_test.cc, and kTransactionsSeed + 1 and + 2 for its further streams
 inline constexpr std::uint64_t kTransactionsSeed = 7007;
+// state_topic_restore_test.cc: the kill -9 test's stream and the scale-out test's
+inline constexpr std::uint64_t kStateTopicKillSeed = 11011, kStateTopicScaleSeed = 12012;
 // real_kafka_test.cc: one stream per test, kRealKafkaSeed + n
 inline constexpr std::uint64_t kRealKafkaSeed = 10010;
 
