@@ -34,13 +34,20 @@ namespace bloomgate::bench::service_bench {
 namespace {
 
 constexpr auto kTakeoverTtl = std::chrono::hours(1);
-constexpr std::int64_t kWindowSpanMs = 30 * 60 * 1000;  // the keys' event times span half the TTL, up to now
+// The keys' event times span 50 minutes up to now, so they are all within the TTL when the rebuild reads them
+// minutes later; the filter is configured for that rate (keys_per_ttl), so it holds the window at its design load.
+constexpr std::int64_t kWindowSpanMs = 50 * 60 * 1000;
 constexpr auto kRunLimit = std::chrono::minutes(20);     // one service run longer than this: the bench failed
 constexpr milliseconds kTakeoverSnapshot{100};           // snapshot interval: the ready time's resolution
 constexpr int kFlowPartitions = 2;
 constexpr double kFlowSpanSeconds = 5;  // the "before" span's length at least, once both members are steady
 // The model's long TTLs at 5,000 events/s per partition: 1 h and 24 h of new keys.
 constexpr std::pair<const char*, double> kModelWindows[] = {{"1 h", 18e6}, {"24 h", 432e6}};
+
+std::uint64_t keys_per_ttl(std::uint64_t window_keys) {
+  return window_keys * static_cast<std::uint64_t>(milliseconds(kTakeoverTtl).count()) /
+         static_cast<std::uint64_t>(kWindowSpanMs);
+}
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -79,9 +86,9 @@ double produce_window(const Setup& setup, const std::string& topic, std::int32_t
   return bytes;
 }
 
-// A one-pipeline service on `input` (`partitions` partitions, `keys_per_partition` within one TTL).
+// A one-pipeline service on `input`, its filters sized for a window of `window_keys` keys per partition.
 config::Config takeover_config(const Setup& setup, const std::string& group, const std::string& input,
-                               std::uint64_t keys_per_partition, const std::string& state_topic,
+                               std::uint64_t window_keys, const std::string& state_topic,
                                const std::string& state_dir) {
   config::Config config = service_config(setup, group, input + "-out", setup.options.checkpoint_ms);
   config.kafka.properties.erase("plugin.library.paths");  // nothing is sampled here
@@ -90,7 +97,7 @@ config::Config takeover_config(const Setup& setup, const std::string& group, con
   config::PipelineSettings& pipeline = config.pipelines.front();
   pipeline.inputs = {input};
   pipeline.ttl = kTakeoverTtl;
-  pipeline.filter.expected_per_ttl = keys_per_partition;
+  pipeline.filter.expected_per_ttl = keys_per_ttl(window_keys);
   return config;
 }
 
@@ -335,7 +342,7 @@ FlowFigures run_flow(const Setup& setup) {
     options.snapshot_interval = kTakeoverSnapshot;
     options.on_snapshot = [&line](const app::ServiceSnapshot& s) { line.add(s); };
     return std::make_unique<app::Service>(
-        takeover_config(setup, "bench-flow-group", topic, o.flow_keys + 3'600 * static_cast<std::uint64_t>(o.flow_rate),
+        takeover_config(setup, "bench-flow-group", topic, o.flow_keys,
                         topic + "-state", std::string("bench-flow-") + name),
         std::move(options));
   };
