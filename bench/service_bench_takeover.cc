@@ -168,17 +168,20 @@ struct TakeoverFigures {
   double filter_bytes = kNaN;        // the restored filter's memory_bytes
 };
 
-// Waits for the partition's assignment to have taken its state from `source` and every partition to be ready.
-std::function<bool(const app::ServiceSnapshot&)> restored_from(const std::string& topic, app::RestoreSource source) {
-  return [topic, source](const app::ServiceSnapshot& s) {
-    const app::PartitionReport* p = report_of(s, topic, 0);
-    if (p == nullptr || !ready(s) || !p->last_restore_source) return false;
-    if (*p->last_restore_source != source) {
-      throw std::runtime_error(topic + ": restored from " + std::string(app::restore_source_name(*p->last_restore_source)) +
-                               ", expected " + std::string(app::restore_source_name(source)));
-    }
-    return true;
-  };
+// Done once the input partition's assignment has taken its state from somewhere and every partition is ready.
+bool restored(const app::ServiceSnapshot& s, const std::string& topic) {
+  const app::PartitionReport* p = report_of(s, topic, 0);
+  return p != nullptr && ready(s) && p->last_restore_source.has_value();
+}
+
+// The partition's report of a run that waited for `restored`; throws unless its state came from `source`.
+const app::PartitionReport& restored_report(const Watched& w, const std::string& topic, app::RestoreSource source) {
+  const app::PartitionReport& p = *report_of(w.last, topic, 0);
+  if (*p.last_restore_source != source) {
+    throw std::runtime_error(topic + ": restored from " + std::string(app::restore_source_name(*p.last_restore_source)) +
+                             ", expected " + std::string(app::restore_source_name(source)));
+  }
+  return p;
 }
 
 TakeoverFigures run_one_takeover(const Setup& setup, std::uint64_t keys) {
@@ -201,8 +204,8 @@ TakeoverFigures run_one_takeover(const Setup& setup, std::uint64_t keys) {
   std::fprintf(stderr, "service_bench: takeover: consumed in %.1f s; a fresh instance restores from the state topic ...\n",
                t.fill_seconds);
   const Watched restore = run_until(setup, takeover_config(setup, group, input, keys, state, input + "-restore"),
-                                    restored_from(input, app::RestoreSource::kStateTopic), "restore");
-  const app::PartitionReport& r = *report_of(restore.last, input, 0);
+                                    [&input](const app::ServiceSnapshot& s) { return restored(s, input); }, "restore");
+  const app::PartitionReport& r = restored_report(restore, input, app::RestoreSource::kStateTopic);
   t.restore_seconds = r.last_restore_seconds;
   t.restore_ready_seconds = restore.ready_seconds;
   t.state_read_bytes = static_cast<double>(r.state_topic_read_bytes);
@@ -211,8 +214,8 @@ TakeoverFigures run_one_takeover(const Setup& setup, std::uint64_t keys) {
   std::fprintf(stderr, "service_bench: takeover: restored in %.2f s; a fresh instance without it rebuilds ...\n",
                t.restore_seconds);
   const Watched rebuild = run_until(setup, takeover_config(setup, group, input, keys, "", input + "-rebuild"),
-                                    restored_from(input, app::RestoreSource::kRebuild), "rebuild");
-  const app::PartitionReport& b = *report_of(rebuild.last, input, 0);
+                                    [&input](const app::ServiceSnapshot& s) { return restored(s, input); }, "rebuild");
+  const app::PartitionReport& b = restored_report(rebuild, input, app::RestoreSource::kRebuild);
   t.rebuild_seconds = b.last_rebuild_seconds;
   t.rebuild_ready_seconds = rebuild.ready_seconds;
   t.rebuild_events = b.rebuild_events;
