@@ -17,8 +17,8 @@
 // - Overhead: service rounds over the pre-produced workload (--events, --partitions) with a state topic and
 //   without, a checkpoint every --checkpoint-ms, alternated pair by pair; ratio on / off of events/s.
 //
-// The projection for long TTLs is a model whose inputs are the largest N's measured figures (see
-// print_model). Targets are reported PASS or MISS, never enforced.
+// The projection for long TTLs is a model whose inputs are the largest N's measured figures (struct Model).
+// Targets are reported PASS or MISS, never enforced.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -322,6 +322,45 @@ void wait_until(const std::function<bool()>& condition, const char* what) {
   }
 }
 
+// Waits until each member is steady on a partition of its own, A's lag under a second of input; A's partition.
+std::int32_t wait_steady(Timeline& a_line, Timeline& b_line, const std::string& topic, double rate) {
+  std::int32_t mine = -1;
+  wait_until([&] {
+    mine = steady_partition(a_line.latest());
+    const std::int32_t theirs = steady_partition(b_line.latest());
+    if (mine < 0 || theirs < 0 || mine == theirs) return false;
+    const app::PartitionReport* p = report_of(*a_line.latest(), topic, mine);
+    return p->high_watermark >= 0 && p->high_watermark - p->next_offset < static_cast<std::int64_t>(rate);
+  }, "both members steady");
+  return mine;
+}
+
+// Stops B and waits until A has its partition ready; A's events/s on `mine` during that and, over as long a
+// span (at least kFlowSpanSeconds, not before `steady`), before it.
+FlowFigures take_over(Timeline& a_line, const std::string& topic, std::int32_t mine, Clock::time_point steady,
+                      std::atomic<bool>& stop_b) {
+  const auto stopped = Clock::now();
+  stop_b.store(true);
+  const std::int32_t theirs = 1 - mine;
+  wait_until([&] {
+    const auto s = a_line.latest();
+    const app::PartitionReport* p = s ? report_of(*s, topic, theirs) : nullptr;
+    return p != nullptr && p->assigned && ready(*s) && p->last_restore_source.has_value();
+  }, "the takeover");
+  const auto taken = Clock::now();
+  const app::PartitionReport* p = report_of(*a_line.latest(), topic, theirs);
+  FlowFigures f;
+  f.from_state_topic = *p->last_restore_source == app::RestoreSource::kStateTopic;
+  f.taken_restore_seconds = p->last_restore_seconds;
+  f.during_seconds = seconds_between(stopped, taken);
+  const auto span = std::max(taken - stopped, std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(kFlowSpanSeconds)));
+  f.before_events_per_second = a_line.rate(topic, mine, std::max(steady, stopped - span), stopped);
+  f.during_events_per_second = a_line.rate(topic, mine, stopped, taken);
+  f.ratio = f.during_events_per_second / f.before_events_per_second;
+  return f;
+}
+
 // Two members, A and B, each steady on one partition; B stops; A takes B's partition over.
 FlowFigures run_flow(const Setup& setup) {
   const Options& o = setup.options;
@@ -364,35 +403,11 @@ FlowFigures run_flow(const Setup& setup) {
     };
     try {
       std::fprintf(stderr, "service_bench: others keep flowing: two members, until each is steady on one partition ...\n");
-      std::int32_t mine = -1;
-      wait_until([&] {
-        mine = steady_partition(a_line.latest());
-        const std::int32_t theirs = steady_partition(b_line.latest());
-        if (mine < 0 || theirs < 0 || mine == theirs) return false;
-        const app::PartitionReport* p = report_of(*a_line.latest(), topic, mine);
-        return p->high_watermark >= 0 && p->high_watermark - p->next_offset < static_cast<std::int64_t>(o.flow_rate);
-      }, "both members steady");
+      const std::int32_t mine = wait_steady(a_line, b_line, topic, o.flow_rate);
       const auto steady = Clock::now();
       std::this_thread::sleep_for(std::chrono::duration<double>(kFlowSpanSeconds + 1));
       std::fprintf(stderr, "service_bench: others keep flowing: member B stops; A takes its partition over ...\n");
-      const auto stopped = Clock::now();
-      stop_b.store(true);
-      const std::int32_t theirs = 1 - mine;
-      wait_until([&] {
-        const auto s = a_line.latest();
-        const app::PartitionReport* p = s ? report_of(*s, topic, theirs) : nullptr;
-        return p != nullptr && p->assigned && ready(*s) && p->last_restore_source.has_value();
-      }, "the takeover");
-      const auto taken = Clock::now();
-      const app::PartitionReport* p = report_of(*a_line.latest(), topic, theirs);
-      f.from_state_topic = *p->last_restore_source == app::RestoreSource::kStateTopic;
-      f.taken_restore_seconds = p->last_restore_seconds;
-      f.during_seconds = seconds_between(stopped, taken);
-      const auto span = std::max(taken - stopped, std::chrono::duration_cast<Clock::duration>(
-                                                      std::chrono::duration<double>(kFlowSpanSeconds)));
-      f.before_events_per_second = a_line.rate(topic, mine, std::max(steady, stopped - span), stopped);
-      f.during_events_per_second = a_line.rate(topic, mine, stopped, taken);
-      f.ratio = f.during_events_per_second / f.before_events_per_second;
+      f = take_over(a_line, topic, mine, steady, stop_b);
     } catch (...) {
       stop_all();
       throw;
