@@ -179,7 +179,10 @@ class BenchBroker {
   explicit BenchBroker(const std::string& brokers);
   [[nodiscard]] const std::string& bootstrap_servers() const noexcept { return bootstrap_; }
   [[nodiscard]] bool embedded() const noexcept { return embedded_ != nullptr; }
-  [[nodiscard]] connectors::KafkaError create_topic(const std::string& name, int partitions) const;
+  // `configs`: topic-level configs (cleanup.policy, segment.ms, ...) on a real broker; the embedded one has
+  // no topic configs and leaves them out.
+  [[nodiscard]] connectors::KafkaError create_topic(const std::string& name, int partitions,
+                                                    const std::map<std::string, std::string>& configs = {}) const;
 
  private:
   std::unique_ptr<connectors::EmbeddedBroker> embedded_;

@@ -32,6 +32,8 @@ if sys.argv[2] == "takeover":
         assert finite(t["reached"]) and t["result"] in ("PASS", "MISS"), t
     for t in figures["takeovers"]:
         assert t["state_read_bytes"] > 0 and t["rebuild_events"] == t["keys"], t
+        c = t["compaction"]
+        assert 0 < c["state_bytes_after"] <= c["state_bytes_before"] and finite(c["seconds"]), c
     assert figures["flow"]["from_state_topic"], figures["flow"]
 else:
     for key in ("events_per_second_ratio", "cpu_per_event_ratio"):

@@ -162,12 +162,13 @@ BenchBroker::BenchBroker(const std::string& brokers) {
   bootstrap_ = embedded_->bootstrap_servers();
 }
 
-connectors::KafkaError BenchBroker::create_topic(const std::string& name, int partitions) const {
+connectors::KafkaError BenchBroker::create_topic(const std::string& name, int partitions,
+                                                 const std::map<std::string, std::string>& configs) const {
   if (embedded_) return embedded_->create_topic(name, partitions);
   // The service is started right after: its output reconciler then meets partitions a real broker has not
   // loaded yet, which Admin::watermarks waits out (kafka.service_bench runs this).
   const connectors::Admin admin(connectors::KafkaConfig().with("bootstrap.servers", bootstrap_));
-  return admin.create_topic(name, partitions, 1, {}, std::chrono::seconds(30));
+  return admin.create_topic(name, partitions, 1, configs, std::chrono::seconds(30));
 }
 
 void create_topic(const Setup& setup, const std::string& topic) {

@@ -5,7 +5,10 @@
 //
 // - Takeover: for each N, one input partition receives N distinct keys within the TTL; a service with
 //   state.topic consumes them and stops cleanly, so its last checkpoint is in the state topic and its offset
-//   committed. Then, in the same group, a fresh instance (empty state directory) WITH the state topic takes
+//   committed. Its state topic is created by the bench, compacted within seconds (kQuickCompaction), and
+//   before the restore the bench waits (at most kCompactionLimit) until compaction has removed every
+//   superseded record, as on a deployed topic that is cleaned continuously; the topic's bytes before and
+//   after are reported. Then, in the same group, a fresh instance (empty state directory) WITH the state topic takes
 //   the partition over, and after it a fresh instance WITHOUT it, which rebuilds the filter from the input
 //   history. The restore's seconds and bytes are the service's own (PartitionReport::last_restore_seconds,
 //   state_topic_read_bytes and _seconds); the rebuild's seconds are last_rebuild_seconds, its bytes those of
@@ -23,11 +26,13 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "bloomgate/app/logging.h"
 #include "bloomgate/app/temporary_directory.h"
 #include "json_writer.h"
+#include "output_reconciler.h"
 #include "service_bench.h"
 
 namespace bloomgate::bench::service_bench {
@@ -53,8 +58,9 @@ std::int64_t now_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void create_topic_or_throw(const Setup& setup, const std::string& topic, int partitions) {
-  if (auto error = setup.broker.create_topic(topic, partitions); !error.ok()) {
+void create_topic_or_throw(const Setup& setup, const std::string& topic, int partitions,
+                          const std::map<std::string, std::string>& configs = {}) {
+  if (auto error = setup.broker.create_topic(topic, partitions, configs); !error.ok()) {
     throw connectors::KafkaException(std::move(error));
   }
 }
@@ -86,6 +92,103 @@ double produce_window(const Setup& setup, const std::string& topic, std::int32_t
   return bytes;
 }
 
+// ------------------------------------------------------------------------------------------------------
+// The takeover's state topic, compacted as a deployed one is before a fresh instance reads it
+
+// Topic configs under which the broker compacts within seconds: segments roll after 100 ms, a log with 1% of
+// superseded records is cleaned, and a later cleaning may drop tombstones 100 ms after one kept them.
+const std::map<std::string, std::string> kQuickCompaction = {{"cleanup.policy", "compact"},
+                                                             {"segment.ms", "100"},
+                                                             {"min.cleanable.dirty.ratio", "0.01"},
+                                                             {"delete.retention.ms", "100"}};
+constexpr auto kCompactionLimit = std::chrono::seconds(120);  // then the takeover is measured on what is there
+// Keys the restore passes over (they lack its bgst1/ prefix); the bench's own records, left out of the counts.
+constexpr std::string_view kBenchKeyPrefix = "test/";
+
+// What the state topic's partition 0 holds, read from its low watermark to its high one: the service's
+// records, their keys' and values' bytes, and the records whose key a later record holds again (superseded,
+// still there until compaction removes them).
+struct StateTopicContents {
+  std::uint64_t records = 0;
+  std::uint64_t superseded = 0;
+  double bytes = 0;
+};
+
+StateTopicContents read_state_topic(const Setup& setup, const std::string& topic) {
+  const connectors::Admin admin(connectors::KafkaConfig().with("bootstrap.servers", setup.broker.bootstrap_servers()));
+  const auto marks = admin.watermarks(topic, 0, std::chrono::seconds(30));
+  if (!marks.ok()) throw connectors::KafkaException(marks.error());
+  StateTopicContents contents;
+  std::int64_t next = marks.value().low;
+  const std::int64_t end = marks.value().high;
+  if (next >= end) return contents;
+  app::SideReaderOptions options;
+  options.config = client_config(setup, true);
+  options.hooks = setup.hooks;
+  options.group_id = topic + "-bench-reader";
+  const std::unique_ptr<connectors::Consumer> reader = app::open_side_reader(options);
+  if (auto error = reader->assign({{topic, 0, next, {}, {}}}); !error.ok()) throw connectors::KafkaException(std::move(error));
+  std::set<std::string, std::less<>> keys;
+  auto idle_deadline = Clock::now() + options.idle_timeout;
+  while (next < end) {
+    if (Clock::now() > idle_deadline) throw std::runtime_error("reading state topic " + topic + ": no record in time");
+    const auto message = reader->poll(milliseconds(100));
+    if (!message || !message->error().ok()) continue;
+    if (message->is_partition_eof() || message->offset() >= end) break;
+    next = message->offset() + 1;
+    idle_deadline = Clock::now() + options.idle_timeout;
+    const std::optional<std::string_view> key = message->key();
+    if (!key || key->starts_with(kBenchKeyPrefix)) continue;
+    ++contents.records;
+    contents.bytes += static_cast<double>(key->size() + message->value().value_or(std::string_view{}).size());
+    contents.superseded += keys.emplace(*key).second ? 0U : 1U;
+  }
+  (void)reader->close();
+  return contents;
+}
+
+struct Compaction {
+  StateTopicContents before;  // as the first instance left it
+  StateTopicContents after;   // once no key is held twice, or at the limit
+  double seconds = kNaN;      // from the first read to `after`
+  bool done = false;          // no superseded record left within kCompactionLimit
+};
+
+// Produces one record under a key the restore ignores: the broker never cleans a partition's active segment,
+// and a record arriving after segment.ms rolls it, so the checkpoints' records become cleanable.
+void roll_segment(const Setup& setup, const std::string& topic, int round) {
+  connectors::ProducerOptions producer_options;
+  producer_options.hooks = setup.hooks;
+  connectors::Producer producer(client_config(setup, false), std::move(producer_options));
+  Event e;
+  e.key = std::string(kBenchKeyPrefix) + "segment-roll-0";
+  e.value = std::to_string(round);
+  e.timestamp_ms = now_ms();
+  produce_or_throw(producer, topic, e);
+  if (auto error = producer.flush(milliseconds(30'000)); !error.ok()) throw connectors::KafkaException(std::move(error));
+}
+
+// Waits (at most kCompactionLimit) until compaction has removed every superseded record of the state topic,
+// rolling its active segment each second. Tombstones are not waited for: the restore reads them, as it
+// would on a deployed topic between two cleanings.
+Compaction wait_until_compacted(const Setup& setup, const std::string& topic) {
+  Compaction c;
+  int round = 0;
+  roll_segment(setup, topic, round++);
+  c.before = read_state_topic(setup, topic);
+  const auto started = Clock::now();
+  c.after = c.before;
+  while (c.after.superseded > 0 && Clock::now() - started < kCompactionLimit) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    roll_segment(setup, topic, round++);
+    c.after = read_state_topic(setup, topic);
+  }
+  c.seconds = seconds_between(started, Clock::now());
+  c.done = c.after.superseded == 0;
+  return c;
+}
+
+// ------------------------------------------------------------------------------------------------------
 // A one-pipeline service on `input`, its filters sized for a window of `window_keys` keys per partition.
 config::Config takeover_config(const Setup& setup, const std::string& group, const std::string& input,
                                std::uint64_t window_keys, const std::string& state_topic,
@@ -166,6 +269,7 @@ struct TakeoverFigures {
   double rebuild_input_bytes = kNaN;  // the input bytes of the records the rebuild read
   double ratio = kNaN;               // rebuild_seconds / restore_seconds
   double filter_bytes = kNaN;        // the restored filter's memory_bytes
+  Compaction compaction;             // the state topic between the first instance and the restore
 };
 
 // Done once the input partition's assignment has taken its state from somewhere and every partition is ready.
@@ -192,6 +296,7 @@ TakeoverFigures run_one_takeover(const Setup& setup, std::uint64_t keys) {
   const std::string group = input + "-group";
   create_topic_or_throw(setup, input, 1);
   create_topic_or_throw(setup, input + "-out", 1);
+  create_topic_or_throw(setup, state, 1, kQuickCompaction);
   std::fprintf(stderr, "service_bench: takeover %s keys: producing ...\n", grouped(keys).c_str());
   auto started = Clock::now();
   t.input_bytes = produce_window(setup, input, 0, 0, keys);
@@ -201,8 +306,12 @@ TakeoverFigures run_one_takeover(const Setup& setup, std::uint64_t keys) {
   const Watched fill = run_until(setup, takeover_config(setup, group, input, keys, state, input + "-first"),
                                  [keys](const app::ServiceSnapshot& s) { return s.consumed >= keys; }, "fill");
   t.fill_seconds = fill.ready_seconds;
-  std::fprintf(stderr, "service_bench: takeover: consumed in %.1f s; a fresh instance restores from the state topic ...\n",
+  std::fprintf(stderr, "service_bench: takeover: consumed in %.1f s; waiting for the state topic's compaction ...\n",
                t.fill_seconds);
+  t.compaction = wait_until_compacted(setup, state);
+  std::fprintf(stderr, "service_bench: takeover: state topic %.1f MiB -> %.1f MiB in %.1f s%s; a fresh instance "
+               "restores from it ...\n", t.compaction.before.bytes / kMiB, t.compaction.after.bytes / kMiB,
+               t.compaction.seconds, t.compaction.done ? "" : " (compaction not finished: measured anyway)");
   const Watched restore = run_until(setup, takeover_config(setup, group, input, keys, state, input + "-restore"),
                                     [&input](const app::ServiceSnapshot& s) { return restored(s, input); }, "restore");
   const app::PartitionReport& r = restored_report(restore, input, app::RestoreSource::kStateTopic);
@@ -505,6 +614,14 @@ void print_report(const Options& o, const TakeoverReport& r) {
               "  partition ready, reconciliation included; state MiB: bytes read from the state topic; input MiB:\n"
               "  keys and values of the input records the rebuild read; ratio: rebuild s / restore s)\n");
   for (const TakeoverFigures& t : r.takeovers) {
+    const Compaction& c = t.compaction;
+    std::printf("  %s keys: state topic before compaction %.1f MiB (%s records, %s superseded), after %.1f MiB "
+                "(%s records) in %.1f s%s\n", grouped(t.keys).c_str(), c.before.bytes / kMiB,
+                grouped(c.before.records).c_str(), grouped(c.before.superseded).c_str(), c.after.bytes / kMiB,
+                grouped(c.after.records).c_str(), c.seconds,
+                c.done ? "" : ": NOT FINISHED within the limit, superseded records left and read (measured anyway)");
+  }
+  for (const TakeoverFigures& t : r.takeovers) {
     std::printf("  %s keys: produced in %.1f s, consumed by the first instance in %.1f s; restored filter %.1f MiB (%.1f bits/key); state read %.1f bytes/key\n",
                 grouped(t.keys).c_str(), t.produce_seconds, t.fill_seconds,
                 t.filter_bytes / kMiB, t.filter_bytes * 8 / static_cast<double>(t.keys),
@@ -554,6 +671,18 @@ void json_takeover(Json& j, const TakeoverFigures& t) {
     j.num(name, value);
   }
   j.u64("rebuild_events", t.rebuild_events);
+  const Compaction& c = t.compaction;
+  j.open("compaction", '{');
+  j.num("state_bytes_before", c.before.bytes);
+  j.u64("state_records_before", c.before.records);
+  j.u64("superseded_before", c.before.superseded);
+  j.num("state_bytes_after", c.after.bytes);
+  j.u64("state_records_after", c.after.records);
+  j.u64("superseded_after", c.after.superseded);
+  j.num("seconds", c.seconds);
+  j.num("limit_seconds", static_cast<double>(kCompactionLimit.count()));
+  j.boolean("done", c.done);
+  j.close('}');
   j.close('}');
 }
 
