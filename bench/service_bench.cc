@@ -136,6 +136,7 @@ int run_window(const Options& options) {
 int run(const Options& options) {
   app::configure_logging(options.log_level);
   if (options.window_keys > 0) return run_window(options);
+  if (!options.takeover_keys.empty()) return run_takeover(options, client_properties(options));
   const auto started = Clock::now();
   Report report;
   report.load_at_start = load_average();
@@ -281,6 +282,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::uint64_t{20'000}, std::uint64_t{100'000'000}));
   positive("--window-events", options.window_events, "events of each timed block of --window-keys");
   positive("--window-reps", options.window_reps, "timed blocks of --window-keys per filter type and way (median)");
+  app.add_option("--takeover-keys", options.takeover_keys,
+                 "run only the state-topic section on a real broker (--brokers): the takeover of one partition "
+                 "holding each of these many keys (comma-separated), others keep flowing, and the overhead rounds")
+      ->delimiter(',')
+      ->check(CLI::Range(std::uint64_t{1'000}, std::uint64_t{100'000'000}));
+  app.add_option("--takeover-target", options.takeover_target, "rebuild s / restore s reported as PASS or MISS (at least)");
+  positive("--flow-keys", options.flow_keys, "keys of each partition's window in the \"others keep flowing\" run");
+  positive("--flow-rate", options.flow_rate, "its live input, events/s per partition");
+  app.add_option("--flow-target", options.flow_target, "events/s during / before the takeover reported as PASS or MISS");
+  positive("--overhead-rounds", options.overhead_rounds, "state.topic on/off round pairs of --takeover-keys");
+  app.add_option("--overhead-target", options.overhead_target, "events/s on / off reported as PASS or MISS (at least)");
   CLI11_PARSE(app, argc, argv);
   if (options.workers > 0) options.members = options.workers;  // as many passthrough members
   try {

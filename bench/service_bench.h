@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -118,6 +119,18 @@ struct Options {
   std::uint64_t window_keys = 0;
   std::size_t window_events = 100'000;
   int window_reps = 5;
+  // state.topic of the service rounds (service_config); empty: none. --takeover sets it per round.
+  std::string state_topic;
+  // --takeover-keys: only the state-topic section (service_bench_takeover.cc), on a real broker (--brokers):
+  // the takeover of one partition holding each of these many keys, restore from the state topic against the
+  // rebuild from the input; then "others keep flowing" and the state topic's overhead (--events, --partitions).
+  std::vector<std::uint64_t> takeover_keys;
+  double takeover_target = 20;        // rebuild seconds / restore seconds: at least
+  std::uint64_t flow_keys = 1'000'000;  // the window of each partition of the "others keep flowing" run
+  double flow_rate = 5'000;           // its live input, events/s per partition
+  double flow_target = 0.8;           // events/s during / before the takeover: at least
+  int overhead_rounds = 3;            // state.topic on/off round pairs, alternated
+  double overhead_target = 0.9;       // events/s, on / off: at least
 };
 
 // ------------------------------------------------------------------------------------------------------
@@ -166,7 +179,10 @@ class BenchBroker {
   explicit BenchBroker(const std::string& brokers);
   [[nodiscard]] const std::string& bootstrap_servers() const noexcept { return bootstrap_; }
   [[nodiscard]] bool embedded() const noexcept { return embedded_ != nullptr; }
-  [[nodiscard]] connectors::KafkaError create_topic(const std::string& name, int partitions) const;
+  // `configs`: topic-level configs (cleanup.policy, segment.ms, ...) on a real broker; the embedded one has
+  // no topic configs and leaves them out.
+  [[nodiscard]] connectors::KafkaError create_topic(const std::string& name, int partitions,
+                                                    const std::map<std::string, std::string>& configs = {}) const;
 
  private:
   std::unique_ptr<connectors::EmbeddedBroker> embedded_;
@@ -187,6 +203,11 @@ connectors::KafkaConfig client_config(const Setup& setup, bool consumer);
 void create_topic(const Setup& setup, const std::string& topic);
 void produce_or_throw(connectors::Producer& producer, const std::string& topic, const Event& e,
                       std::span<const connectors::HeaderView> headers = {});
+// The workload's key number -> "ord-" and 12 digits (a bijection), and a JSON value of `bytes` bytes for it.
+std::string make_key(std::uint64_t key_number, std::uint64_t seed);
+std::string make_value(const std::string& key, std::uint64_t seq, std::mt19937_64& rng, std::size_t bytes);
+// The pre-production's producer settings: large record batches (see service_bench_setup.cc).
+connectors::KafkaConfig bulk_producer_config(const Setup& setup);
 // Produces the workload to kInputTopic, in large record batches (see service_bench_setup.cc).
 void pre_produce(const Setup& setup);
 
@@ -370,6 +391,12 @@ struct WindowFigures {
 WindowFigures measure_window(const Options& options);
 void print_window(const WindowFigures& w);
 bool write_window_json(const Options& o, const WindowFigures& w);
+
+// ------------------------------------------------------------------------------------------------------
+// --takeover-keys (service_bench_takeover.cc): the state topic's targets on a real broker; its own report.
+
+// `properties`: the --property settings, for every client.
+int run_takeover(const Options& options, const std::map<std::string, std::string>& properties);
 
 // ------------------------------------------------------------------------------------------------------
 // The report (service_bench_report.cc)

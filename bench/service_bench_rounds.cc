@@ -183,6 +183,7 @@ config::Config service_config(const Setup& setup, const std::string& group, cons
   config.kafka.properties["plugin.library.paths"] = setup.plugin_path;
   config.state.checkpoint_interval = milliseconds(checkpoint_ms);
   config.state.dir = setup.state_root + "/" + group;  // fresh per round: no state carried between rounds
+  config.state.topic = options.state_topic;
   config.shutdown.grace_period = std::chrono::seconds(60);
   config::PipelineSettings pipeline;
   pipeline.name = "bench";

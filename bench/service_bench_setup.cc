@@ -30,6 +30,8 @@ std::int32_t partition_of(std::string_view key, int partitions) {
   return static_cast<std::int32_t>(splitmix64(h) % static_cast<std::uint64_t>(partitions));
 }
 
+}  // namespace
+
 std::string make_key(std::uint64_t key_number, std::uint64_t seed) {
   // key_number -> 12 decimal digits, a bijection (the multiplier is coprime to 10^12): never a collision.
   constexpr std::uint64_t kModulus = 1'000'000'000'000ULL;
@@ -53,8 +55,6 @@ std::string make_value(const std::string& key, std::uint64_t seq, std::mt19937_6
   value += "\"}";
   return value;
 }
-
-}  // namespace
 
 double process_cpu_seconds() {
   timespec ts{};
@@ -162,12 +162,13 @@ BenchBroker::BenchBroker(const std::string& brokers) {
   bootstrap_ = embedded_->bootstrap_servers();
 }
 
-connectors::KafkaError BenchBroker::create_topic(const std::string& name, int partitions) const {
+connectors::KafkaError BenchBroker::create_topic(const std::string& name, int partitions,
+                                                 const std::map<std::string, std::string>& configs) const {
   if (embedded_) return embedded_->create_topic(name, partitions);
   // The service is started right after: its output reconciler then meets partitions a real broker has not
   // loaded yet, which Admin::watermarks waits out (kafka.service_bench runs this).
   const connectors::Admin admin(connectors::KafkaConfig().with("bootstrap.servers", bootstrap_));
-  return admin.create_topic(name, partitions, 1, {}, std::chrono::seconds(30));
+  return admin.create_topic(name, partitions, 1, configs, std::chrono::seconds(30));
 }
 
 void create_topic(const Setup& setup, const std::string& topic) {
@@ -187,12 +188,7 @@ void produce_or_throw(connectors::Producer& producer, const std::string& topic, 
   if (auto error = producer.produce(topic, out); !error.ok()) throw connectors::KafkaException(std::move(error));
 }
 
-void pre_produce(const Setup& setup) {
-  create_topic(setup, kInputTopic);
-  DeliveryCounter deliveries;
-  connectors::ProducerOptions producer_options;
-  producer_options.hooks = setup.hooks;
-  producer_options.on_delivery = deliveries.function();
+connectors::KafkaConfig bulk_producer_config(const Setup& setup) {
   // The mock broker answers a Fetch with ONE record batch per partition, where a real broker returns up
   // to max.partition.fetch.bytes of them: small input batches would make both sides wait on fetch round
   // trips rather than do work. Large input batches (the default) make each fetch return thousands of
@@ -200,7 +196,16 @@ void pre_produce(const Setup& setup) {
   connectors::KafkaConfig kafka = client_config(setup, false);
   kafka.with("linger.ms", std::to_string(setup.options.input_linger_ms))
       .with("batch.num.messages", std::to_string(setup.options.input_batch_messages));
-  connectors::Producer producer(kafka, std::move(producer_options));
+  return kafka;
+}
+
+void pre_produce(const Setup& setup) {
+  create_topic(setup, kInputTopic);
+  DeliveryCounter deliveries;
+  connectors::ProducerOptions producer_options;
+  producer_options.hooks = setup.hooks;
+  producer_options.on_delivery = deliveries.function();
+  connectors::Producer producer(bulk_producer_config(setup), std::move(producer_options));
   std::uint64_t since_poll = 0;
   const std::string& format = setup.options.format;
   std::unique_ptr<app::SchemaRecordWriter> writer;
