@@ -133,8 +133,13 @@ StateTopicContents read_state_topic(const Setup& setup, const std::string& topic
   while (next < end) {
     if (Clock::now() > idle_deadline) throw std::runtime_error("reading state topic " + topic + ": no record in time");
     const auto message = reader->poll(milliseconds(100));
-    if (!message || !message->error().ok()) continue;
-    if (message->is_partition_eof() || message->offset() >= end) break;
+    if (!message) continue;
+    if (message->is_partition_eof()) break;  // at the partition's end as it is now: past `end`
+    if (connectors::KafkaError error = message->error(); !error.ok()) {
+      if (error.is_fatal()) throw connectors::KafkaException(std::move(error));
+      continue;
+    }
+    if (message->offset() >= end) break;
     next = message->offset() + 1;
     idle_deadline = Clock::now() + options.idle_timeout;
     const std::optional<std::string_view> key = message->key();
