@@ -22,6 +22,10 @@ using detail::ColumnSlice;
 
 constexpr std::uint64_t kMaxSlicesOnDisk = 1ULL << 20;
 
+// Frees a decoded slice's words once the segment holds its cells. Assigning `{}` would only clear them and
+// keep their memory (the arena's pages stay in use), doubling what a restored filter holds.
+void release(detail::Words& words) noexcept { detail::Words().swap(words); }
+
 }  // namespace
 
 FilterImage TimeLimitedFilter::image(ImageScope scope) const {
@@ -147,7 +151,7 @@ std::unique_ptr<Filter> TimeLimitedFilter::restore(const Record& meta, const Sli
   }
   if (auto segment = columns.finish()) {
     f->segments_.push_back(std::move(segment));
-    for (std::size_t i = decoded.size(); i-- > 0;) f->place_restored(std::move(decoded[i]), set_bits[i]).words = {};
+    for (std::size_t i = decoded.size(); i-- > 0;) release(f->place_restored(std::move(decoded[i]), set_bits[i]).words);
   } else {
     f->restore_slices(std::move(decoded), set_bits);
   }
@@ -180,7 +184,7 @@ void TimeLimitedFilter::restore_slices(std::vector<BitSlice> decoded, const std:
       words.push_back(placed.words.data());
     }
     segments_.back()->scatter(columns, words);
-    for (std::size_t i = begin; i < end; ++i) slices_[i - begin].words = {};
+    for (std::size_t i = begin; i < end; ++i) release(slices_[i - begin].words);
     end = begin;
   }
 }
