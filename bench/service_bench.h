@@ -279,12 +279,15 @@ RoundResult run_service(const Setup& setup, const std::string& group, const std:
 // checkpoints, and read the commits column, which counts them.
 
 struct AbPair {
-  RoundResult on;   // a checkpoint every ab_on_ms
-  RoundResult off;  // every ab_off_ms
+  RoundResult on;   // checkpoint A/B: a checkpoint every ab_on_ms; overhead: with state.topic
+  RoundResult off;  // every ab_off_ms; without state.topic
   double ratio = kNaN;  // on / off, events/s
 };
 
 std::vector<AbPair> run_checkpoint_ab(const Setup& setup);
+// One pair of service rounds, run in the order the round alternates (odd rounds `on` first), so that a
+// drift of the machine's speed over the run weighs on both sides alike; ratio = on / off, events/s.
+AbPair run_alternated(int round, const std::function<RoundResult()>& on, const std::function<RoundResult()>& off);
 double ab_median(const std::vector<AbPair>& pairs);
 
 // ------------------------------------------------------------------------------------------------------

@@ -324,21 +324,25 @@ std::vector<AbPair> run_checkpoint_ab(const Setup& setup) {
   std::vector<AbPair> pairs;
   for (int round = 1; round <= o.ab_rounds; ++round) {
     const std::string r = std::to_string(round);
-    AbPair pair;
-    const auto run_on = [&] { pair.on = run_service(setup, "bench-ab-on-" + r, "bench-ab-on-out-" + r, o.ab_on_ms); };
-    const auto run_off = [&] { pair.off = run_service(setup, "bench-ab-off-" + r, "bench-ab-off-out-" + r, o.ab_off_ms); };
     std::fprintf(stderr, "service_bench: checkpoint A/B %d/%d ...\n", round, o.ab_rounds);
-    if (round % 2 == 1) {
-      run_on();
-      run_off();
-    } else {
-      run_off();
-      run_on();
-    }
-    pair.ratio = pair.on.figures.events_per_second / pair.off.figures.events_per_second;
-    pairs.push_back(pair);
+    pairs.push_back(run_alternated(
+        round, [&] { return run_service(setup, "bench-ab-on-" + r, "bench-ab-on-out-" + r, o.ab_on_ms); },
+        [&] { return run_service(setup, "bench-ab-off-" + r, "bench-ab-off-out-" + r, o.ab_off_ms); }));
   }
   return pairs;
+}
+
+AbPair run_alternated(int round, const std::function<RoundResult()>& on, const std::function<RoundResult()>& off) {
+  AbPair pair;
+  if (round % 2 == 1) {
+    pair.on = on();
+    pair.off = off();
+  } else {
+    pair.off = off();
+    pair.on = on();
+  }
+  pair.ratio = pair.on.figures.events_per_second / pair.off.figures.events_per_second;
+  return pair;
 }
 
 double ab_median(const std::vector<AbPair>& pairs) {

@@ -537,11 +537,7 @@ FlowFigures run_flow(const Setup& setup) {
 // ------------------------------------------------------------------------------------------------------
 // Overhead: the service rounds (run_service) with a state topic and without, alternated.
 
-struct OverheadPair {
-  RoundResult on;
-  RoundResult off;
-  double ratio = kNaN;
-};
+using OverheadPair = AbPair;  // on: with state.topic; off: without
 
 std::vector<OverheadPair> run_overhead(const Setup& setup) {
   std::vector<OverheadPair> pairs;
@@ -551,23 +547,11 @@ std::vector<OverheadPair> run_overhead(const Setup& setup) {
     with_topic.state_topic = "bench-overhead-state-" + r;
     const Setup on_setup{with_topic, setup.workload, setup.broker, setup.hooks, setup.properties, setup.plugin_path,
                          setup.state_root};
-    OverheadPair pair;
-    const auto run_on = [&] {
-      pair.on = run_service(on_setup, "bench-overhead-on-" + r, "bench-overhead-on-out-" + r, setup.options.checkpoint_ms);
-    };
-    const auto run_off = [&] {
-      pair.off = run_service(setup, "bench-overhead-off-" + r, "bench-overhead-off-out-" + r, setup.options.checkpoint_ms);
-    };
+    const int checkpoint_ms = setup.options.checkpoint_ms;
     std::fprintf(stderr, "service_bench: overhead %d/%d ...\n", round, setup.options.overhead_rounds);
-    if (round % 2 == 1) {
-      run_on();
-      run_off();
-    } else {
-      run_off();
-      run_on();
-    }
-    pair.ratio = pair.on.figures.events_per_second / pair.off.figures.events_per_second;
-    pairs.push_back(pair);
+    pairs.push_back(run_alternated(
+        round, [&] { return run_service(on_setup, "bench-overhead-on-" + r, "bench-overhead-on-out-" + r, checkpoint_ms); },
+        [&] { return run_service(setup, "bench-overhead-off-" + r, "bench-overhead-off-out-" + r, checkpoint_ms); }));
   }
   return pairs;
 }
