@@ -51,6 +51,7 @@ std::string describe(const TopicPartitions& partitions) {
 
 void Assignment::assigned(TopicPartitions& partitions) {
   spdlog::info("assigned {} partition(s): {}", partitions.size(), describe(partitions));
+  protocol_.rebalance_done();
   reporter_.set_assigning(true);
   reporter_.publish();
   if (context_.options.on_restore) context_.options.on_restore();

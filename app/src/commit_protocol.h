@@ -56,6 +56,8 @@ class CommitProtocol {
   virtual void commit_answered(const connectors::KafkaError& error, const connectors::TopicPartitions& partitions) = 0;
   // Partitions lost to another member (nothing may be committed for them any more).
   virtual void partitions_lost(const connectors::TopicPartitions& partitions) = 0;
+  // The member's assignment of a new generation arrived (every rebalance ends with one, empty or not).
+  virtual void rebalance_done() = 0;
   // At exit: ends what is still open (after a failure) now rather than at a broker's timeout.
   virtual void close() = 0;
 };

@@ -11,6 +11,16 @@ using connectors::KafkaError;
 using connectors::TopicPartition;
 using connectors::TopicPartitions;
 
+namespace {
+
+// The coordinator's answers to a commit sent during a rebalance (with the generation that is ending).
+bool refused_for_rebalance(const KafkaError& error) {
+  return error.code() == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
+         error.code() == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION;
+}
+
+}  // namespace
+
 PeriodicCheckpoints::PeriodicCheckpoints(ServiceContext& context, PartitionState& state, const CommitPorts& ports)
     : context_(context),
       state_(state),
@@ -23,10 +33,12 @@ void PeriodicCheckpoints::start() {
   if (make_state_topic_) {
     if (std::unique_ptr<StateTopicSink> sink = make_state_topic_()) publisher_.emplace(std::move(sink));
   }
-  next_checkpoint_ = Clock::now() + context_.config.state.checkpoint_interval;
+  last_tick_ = Clock::now();
+  next_checkpoint_ = last_tick_ + context_.config.state.checkpoint_interval;
 }
 
 void PeriodicCheckpoints::tick(Clock::time_point now) {
+  last_tick_ = now;
   if (now >= next_checkpoint_ && !pending_) {
     capture();
     next_checkpoint_ = now + context_.config.state.checkpoint_interval;
@@ -66,6 +78,7 @@ bool PeriodicCheckpoints::commit_checkpointed(const std::vector<PartitionWorker*
     committing.push_back(worker);
   }
   if (offsets.empty()) return true;
+  if (mode == CommitMode::kAsync && last_tick_ < commits_held_until_) return true;  // sent after the rebalance
   if (KafkaError error = input_.commit(offsets, mode); !error.ok()) {
     spdlog::warn("offset commit failed: {}", error.describe());
     return false;
@@ -80,14 +93,18 @@ bool PeriodicCheckpoints::commit_checkpointed(const std::vector<PartitionWorker*
 
 // An asynchronous commit's answer (on the service thread, from poll). A partition counts as committed when
 // its commit is sent; a refused one (REBALANCE_IN_PROGRESS while the group rebalances) is forgotten here, so
-// the next checkpoint sends it again even without new events: otherwise the partition would stay behind in
-// Kafka until it was revoked (wrong lag, and a longer replay for the next owner).
+// a later checkpoint sends it again even without new events: otherwise the partition would stay behind in
+// Kafka until it was revoked (wrong lag, and a longer replay for the next owner). A refusal for a rebalance
+// holds the periodic commits back until the rebalance is done (periodic_checkpoints.h).
 void PeriodicCheckpoints::commit_answered(const KafkaError& error, const TopicPartitions& partitions) {
+  bool rebalancing = refused_for_rebalance(error);
   for (const TopicPartition& partition : partitions) {
     if (error.ok() && partition.error.ok()) continue;
+    rebalancing = rebalancing || refused_for_rebalance(partition.error);
     PartitionWorker* worker = state_.find(PartitionKey(partition.topic, partition.partition));
     if (worker != nullptr) worker->progress.commit_refused(partition.offset);
   }
+  if (rebalancing) commits_held_until_ = last_tick_ + kRebalanceCommitHold;
 }
 
 // The checkpoint of every partition that moved, taken now without a flush: its images, offsets and output

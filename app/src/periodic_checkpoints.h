@@ -8,8 +8,17 @@
 // to go checkpoint synchronously. With state.topic each checkpoint is also produced to the state topic, and
 // a partition's offset is committed only once the state topic acknowledged its checkpoint too
 // (state_topic_publisher.h).
+//
+// While the group rebalances, the periodic commits wait: a commit that the coordinator refuses as
+// REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION holds the next ones back until the member's next assignment
+// (or kRebalanceCommitHold, whichever comes first). A commit sent with the generation that just ended is
+// answered ILLEGAL_GENERATION once the next one forms, and librdkafka then drops the member's whole
+// assignment as lost and rejoins, which starts another rebalance for every member: commits sent again at
+// each checkpoint interval would keep the group rebalancing (docs/decisions/commits-during-rebalances.md).
+// Commits that a revocation or a stop makes are sent regardless.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,9 +46,12 @@ class PeriodicCheckpoints final : public CommitProtocol {
   bool absorb_delivery_failure(const connectors::KafkaError&) override { return false; }
   void commit_answered(const connectors::KafkaError& error, const connectors::TopicPartitions& partitions) override;
   void partitions_lost(const connectors::TopicPartitions&) override {}
+  void rebalance_done() override { commits_held_until_ = {}; }
   void close() override {}
 
  private:
+  static constexpr std::chrono::seconds kRebalanceCommitHold{10};
+
   bool commit_checkpointed(const std::vector<PartitionWorker*>& workers, connectors::CommitMode mode);
   void capture();
   void advance();
@@ -61,6 +73,8 @@ class PeriodicCheckpoints final : public CommitProtocol {
   std::function<std::unique_ptr<StateTopicSink>()> make_state_topic_;
   std::optional<StateTopicPublisher> publisher_;  // with state.topic, from start()
   Clock::time_point next_checkpoint_;
+  Clock::time_point last_tick_{};
+  Clock::time_point commits_held_until_{};  // periodic commits wait while the group rebalances
   std::optional<PendingCheckpoint> pending_;
   CheckpointWriter writer_{kGroupCommitBytes};  // must stop before the state store closes
 };

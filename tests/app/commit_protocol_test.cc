@@ -338,11 +338,70 @@ TEST(PeriodicCheckpoints, ACommitThatFailsIsSentAgainByTheNextCheckpoint) {
   ASSERT_EQ(t.input.commits.size(), 1U);
   EXPECT_EQ(offsets_of(t.input.commits[0]), (std::vector<std::int64_t>{1}));
 
-  // An asynchronous commit refused afterwards (a rebalance) is sent again by the next interval.
-  t.protocol().commit_answered(KafkaError::invalid_argument("REBALANCE_IN_PROGRESS"), t.input.commits[0]);
+  // An asynchronous commit refused afterwards (here for a request that timed out) is sent again by the next
+  // interval.
+  t.protocol().commit_answered(KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, "offset commit"), t.input.commits[0]);
   t.interval_passed();  // nothing moved: the capture only commits what Kafka does not have
   ASSERT_EQ(t.input.commits.size(), 2U);
   EXPECT_EQ(offsets_of(t.input.commits[1]), (std::vector<std::int64_t>{1}));
+}
+
+// A commit refused because the group rebalances holds the periodic commits back until the member's next
+// assignment: one sent with the generation that is ending would be answered ILLEGAL_GENERATION, which makes
+// librdkafka drop the whole assignment and rejoin (another rebalance). Commits a revocation or a stop
+// makes are sent regardless.
+TEST(PeriodicCheckpoints, ACommitRefusedForARebalanceWaitsForTheNextAssignment) {
+  for (const rd_kafka_resp_err_t refusal :
+       {RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS, RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION}) {
+    CommitProtocolTest t(config::Guarantee::kAtLeastOnce);
+    PartitionWorker& worker = t.assign(0, 0);
+    t.consume(worker, 0, "a");
+    t.records.deliver_all();
+    t.interval_passed();  // captured and handed to the writer
+    t.protocol().settle(/*may_flush=*/true);
+    t.interval_passed();  // written: committed
+    ASSERT_EQ(t.input.commits.size(), 1U) << rd_kafka_err2name(refusal);
+    t.protocol().commit_answered(KafkaError(refusal, "offset commit"), t.input.commits[0]);
+
+    t.consume(worker, 1, "b");
+    t.records.deliver_all();
+    for (int interval = 0; interval < 3; ++interval) {
+      t.interval_passed();
+      t.protocol().settle(/*may_flush=*/true);
+    }
+    EXPECT_EQ(t.stored_offset(0), 2) << rd_kafka_err2name(refusal);  // checkpoints go on being written
+    EXPECT_EQ(t.input.commits.size(), 1U) << rd_kafka_err2name(refusal);
+
+    const CheckpointResult stop = t.protocol().checkpoint_now({&worker}, CommitMode::kSync, Clock::now() + 1s);
+    EXPECT_TRUE(stop.committed) << rd_kafka_err2name(refusal);
+    ASSERT_EQ(t.input.commits.size(), 2U) << rd_kafka_err2name(refusal);
+    t.protocol().commit_answered(KafkaError(refusal, "offset commit"), t.input.commits[1]);
+
+    t.protocol().rebalance_done();
+    t.interval_passed();
+    ASSERT_EQ(t.input.commits.size(), 3U) << rd_kafka_err2name(refusal);
+    EXPECT_EQ(offsets_of(t.input.commits[2]), (std::vector<std::int64_t>{2}));
+  }
+}
+
+// Without an assignment (a member whose rebalance ended in a way it did not see), the hold ends after
+// kRebalanceCommitHold and the commit is sent.
+TEST(PeriodicCheckpoints, AHeldCommitIsSentWhenTheHoldEndsWithoutAnAssignment) {
+  CommitProtocolTest t(config::Guarantee::kAtLeastOnce);
+  PartitionWorker& worker = t.assign(0, 0);
+  t.consume(worker, 0, "a");
+  const CheckpointResult result = t.protocol().checkpoint_now({&worker}, CommitMode::kSync, Clock::now() + 1s);
+  ASSERT_TRUE(result.committed);
+  t.protocol().commit_answered(KafkaError(RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS, "offset commit"),
+                               t.input.commits[0]);
+  std::size_t intervals = 0;
+  while (t.input.commits.size() == 1 && intervals < 20) {
+    t.interval_passed();  // 2 s each
+    ++intervals;
+  }
+  ASSERT_EQ(t.input.commits.size(), 2U);
+  EXPECT_EQ(offsets_of(t.input.commits[1]), (std::vector<std::int64_t>{1}));
+  EXPECT_GE(intervals * 2, 10U) << "sent before the hold of 10 s ended";
 }
 
 // A revocation during a capture: the capture is flushed for and written, then the leaving partition is
