@@ -51,7 +51,11 @@ std::string describe(const TopicPartitions& partitions) {
 
 void Assignment::assigned(TopicPartitions& partitions) {
   spdlog::info("assigned {} partition(s): {}", partitions.size(), describe(partitions));
-  protocol_.rebalance_done();
+  if (second_round_follows_) {
+    second_round_follows_ = false;
+  } else {
+    protocol_.rebalance_done();
+  }
   reporter_.set_assigning(true);
   reporter_.publish();
   if (context_.options.on_restore) context_.options.on_restore();
@@ -540,6 +544,10 @@ void Assignment::reconcile(const std::vector<ReconcileRequest>& requests, const 
 }
 
 void Assignment::revoked(const TopicPartitions& partitions, bool lost) {
+  // Either way the member rejoins: after a revocation for the rebalance's second round, after a loss to
+  // get an assignment at all.
+  protocol_.rebalancing();
+  second_round_follows_ = !lost;
   cancel_restores(partitions);
   protocol_.settle(/*may_flush=*/!lost);
   std::vector<PartitionWorker*> leaving;

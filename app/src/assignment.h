@@ -89,6 +89,9 @@ class Assignment {
   PartitionState& state_;
   CommitProtocol& protocol_;
   ServiceReporter& reporter_;
+  // A revocation in this round (cooperative-sticky): the assignment that follows it in the same round ends
+  // the first of the rebalance's two rounds, and the member rejoins for the second.
+  bool second_round_follows_ = false;
   // Loop thread: the partitions whose restore is not applied yet, and the restore thread.
   std::map<PartitionKey, std::shared_ptr<RestoreJob>> restoring_;
   std::vector<std::shared_ptr<RestoreJob>> finished_;  // taken from runner_, not applied yet (a seek to retry)

@@ -56,7 +56,9 @@ class CommitProtocol {
   virtual void commit_answered(const connectors::KafkaError& error, const connectors::TopicPartitions& partitions) = 0;
   // Partitions lost to another member (nothing may be committed for them any more).
   virtual void partitions_lost(const connectors::TopicPartitions& partitions) = 0;
-  // The member's assignment of a new generation arrived (every rebalance ends with one, empty or not).
+  // The member is about to rejoin the group (it revoked or lost partitions), and when its rebalance is done:
+  // the assignment of a new generation arrived with nothing left to revoke (an empty one too).
+  virtual void rebalancing() = 0;
   virtual void rebalance_done() = 0;
   // At exit: ends what is still open (after a failure) now rather than at a broker's timeout.
   virtual void close() = 0;

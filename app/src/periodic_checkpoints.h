@@ -10,8 +10,9 @@
 // (state_topic_publisher.h).
 //
 // While the group rebalances, the periodic commits wait: a commit that the coordinator refuses as
-// REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION holds the next ones back until the member's next assignment
-// (or kRebalanceCommitHold, whichever comes first). A commit sent with the generation that just ended is
+// REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION, a revocation or a loss holds the next ones back until the
+// member's rebalance is done (or kRebalanceCommitHold, whichever comes first). Under cooperative-sticky a
+// revocation is followed by a second round: the assignment of its first round does not end the hold. A commit sent with the generation that just ended is
 // answered ILLEGAL_GENERATION once the next one forms, and librdkafka then drops the member's whole
 // assignment as lost and rejoins, which starts another rebalance for every member: commits sent again at
 // each checkpoint interval would keep the group rebalancing (docs/decisions/commits-during-rebalances.md).
@@ -46,6 +47,7 @@ class PeriodicCheckpoints final : public CommitProtocol {
   bool absorb_delivery_failure(const connectors::KafkaError&) override { return false; }
   void commit_answered(const connectors::KafkaError& error, const connectors::TopicPartitions& partitions) override;
   void partitions_lost(const connectors::TopicPartitions&) override {}
+  void rebalancing() override { commits_held_until_ = last_tick_ + kRebalanceCommitHold; }
   void rebalance_done() override { commits_held_until_ = {}; }
   void close() override {}
 

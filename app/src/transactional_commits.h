@@ -36,6 +36,7 @@ class TransactionalCommits final : public CommitProtocol {
   bool absorb_delivery_failure(const connectors::KafkaError& error) override;
   void commit_answered(const connectors::KafkaError&, const connectors::TopicPartitions&) override {}
   void partitions_lost(const connectors::TopicPartitions& partitions) override;
+  void rebalancing() override {}
   void rebalance_done() override {}
   void close() override;
 

@@ -384,6 +384,26 @@ TEST(PeriodicCheckpoints, ACommitRefusedForARebalanceWaitsForTheNextAssignment) 
   }
 }
 
+// A member that revoked or lost partitions rejoins: its periodic commits wait from then on, before any
+// refusal, until its rebalance is done.
+TEST(PeriodicCheckpoints, AMemberThatRejoinsHoldsItsCommitsUntilItsRebalanceIsDone) {
+  CommitProtocolTest t(config::Guarantee::kAtLeastOnce);
+  PartitionWorker& worker = t.assign(0, 0);
+  t.consume(worker, 0, "a");
+  t.records.deliver_all();
+  t.protocol().rebalancing();
+  for (int interval = 0; interval < 3; ++interval) {
+    t.interval_passed();
+    t.protocol().settle(/*may_flush=*/true);
+  }
+  EXPECT_EQ(t.stored_offset(0), 1);
+  EXPECT_TRUE(t.input.commits.empty());
+  t.protocol().rebalance_done();
+  t.interval_passed();
+  ASSERT_EQ(t.input.commits.size(), 1U);
+  EXPECT_EQ(offsets_of(t.input.commits[0]), (std::vector<std::int64_t>{1}));
+}
+
 // Without an assignment (a member whose rebalance ended in a way it did not see), the hold ends after
 // kRebalanceCommitHold and the commit is sent.
 TEST(PeriodicCheckpoints, AHeldCommitIsSentWhenTheHoldEndsWithoutAnAssignment) {
