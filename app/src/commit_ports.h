@@ -3,7 +3,7 @@
 // What the commit protocols (periodic_checkpoints.h, transactional_commits.h) need of the Kafka clients
 // and of the output routing, as the narrowest interfaces: the service hands them the loop's producer,
 // consumer and OutputRouter (KafkaCommitPorts); the unit tests hand them fakes
-// (tests/app/commit_protocol_test.cc). The state store is the real one in both.
+// (tests/app/commit_protocol_test_support.h). The state store is the real one in both.
 #pragma once
 
 #include <atomic>

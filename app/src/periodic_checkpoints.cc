@@ -97,14 +97,14 @@ bool PeriodicCheckpoints::commit_checkpointed(const std::vector<PartitionWorker*
 // Kafka until it was revoked (wrong lag, and a longer replay for the next owner). A refusal for a rebalance
 // holds the periodic commits back until the rebalance is done (periodic_checkpoints.h).
 void PeriodicCheckpoints::commit_answered(const KafkaError& error, const TopicPartitions& partitions) {
-  bool rebalancing = refused_for_rebalance(error);
+  bool refused_for_a_rebalance = refused_for_rebalance(error);
   for (const TopicPartition& partition : partitions) {
     if (error.ok() && partition.error.ok()) continue;
-    rebalancing = rebalancing || refused_for_rebalance(partition.error);
+    refused_for_a_rebalance = refused_for_a_rebalance || refused_for_rebalance(partition.error);
     PartitionWorker* worker = state_.find(PartitionKey(partition.topic, partition.partition));
     if (worker != nullptr) worker->progress.commit_refused(partition.offset);
   }
-  if (rebalancing) commits_held_until_ = last_tick_ + kRebalanceCommitHold;
+  if (refused_for_a_rebalance) rebalancing();
 }
 
 // The checkpoint of every partition that moved, taken now without a flush: its images, offsets and output

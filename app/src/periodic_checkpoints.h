@@ -12,10 +12,11 @@
 // While the group rebalances, the periodic commits wait: a commit that the coordinator refuses as
 // REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION, a revocation or a loss holds the next ones back until the
 // member's rebalance is done (or kRebalanceCommitHold, whichever comes first). Under cooperative-sticky a
-// revocation is followed by a second round: the assignment of its first round does not end the hold. A commit sent with the generation that just ended is
-// answered ILLEGAL_GENERATION once the next one forms, and librdkafka then drops the member's whole
-// assignment as lost and rejoins, which starts another rebalance for every member: commits sent again at
-// each checkpoint interval would keep the group rebalancing (docs/decisions/commits-during-rebalances.md).
+// revocation is followed by a second round: the assignment of its first round does not end the hold. A
+// commit sent with the generation that just ended is answered ILLEGAL_GENERATION once the next one forms,
+// and librdkafka then drops the member's whole assignment as lost and rejoins, which starts another
+// rebalance for every member: commits sent again at each checkpoint interval would keep the group
+// rebalancing (docs/decisions/commits-during-rebalances.md).
 // Commits that a revocation or a stop makes are sent regardless.
 #pragma once
 
